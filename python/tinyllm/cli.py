@@ -1,0 +1,226 @@
+"""The `tinyllm` command line.
+
+    tinyllm encode "Hello, world"            # ids, space separated
+    tinyllm encode --pieces "héllo"          # a table of id, piece and bytes
+    echo -n "hi" | tinyllm encode --json     # text on stdin, machine-readable output
+    tinyllm decode 104 195 169               # text
+    tinyllm train char corpus.txt -o model/  # writes model/tinyllm_char.json and model/config.json
+
+Errors print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import re
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from tinyllm import __version__
+from tinyllm._io import atomic_write_text
+
+DEFAULT_TOKENIZER = "bytes"
+EXIT_USAGE = 2
+
+
+class CliError(ValueError):
+    """A problem to report in one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CliError(message)
+
+
+def _read_stdin_text() -> str:
+    return sys.stdin.buffer.read().decode("utf-8", "replace")
+
+
+def _text_argument(text: str | None) -> str:
+    """TEXT, or stdin when TEXT is absent or '-'. Stdin is taken exactly, trailing newline included."""
+    if text is None or text == "-":
+        return _read_stdin_text()
+    return text
+
+
+def _load_tokenizer(name: str):
+    from tinyllm.tok import load
+
+    return load(name)
+
+
+def _special_set(values: list[str] | None):
+    if not values:
+        return ()
+    return "all" if "all" in values else set(values)
+
+
+def _cmd_encode(args: argparse.Namespace) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    text = _text_argument(args.text)
+    ids = tok.encode(text, args.add_special, allowed_special=_special_set(args.allow_special))
+    if args.json:
+        doc: dict = {"ids": ids}
+        if args.pieces:
+            doc["pieces"] = [_piece_record(tok, i) for i in ids]
+        _print(json.dumps(doc, ensure_ascii=False))
+    elif args.pieces:
+        rows = [_piece_record(tok, i) for i in ids]
+        width_id = max([2, *(len(str(r["id"])) for r in rows)])
+        width_piece = max([5, *(len(r["piece"]) for r in rows)])
+        _print(f"{'id':>{width_id}}  {'piece':<{width_piece}}  bytes")
+        for r in rows:
+            _print(f"{r['id']:>{width_id}}  {r['piece']:<{width_piece}}  {r['bytes']}")
+    else:
+        _print(" ".join(map(str, ids)))
+
+
+def _piece_record(tok, i: int) -> dict:
+    token_bytes = getattr(tok, "token_bytes", None)
+    raw = token_bytes(i) if callable(token_bytes) else tok.decode([i]).encode("utf-8")
+    return {"id": i, "piece": tok.id_to_token(i), "bytes": raw.hex(" ")}
+
+
+_ID = re.compile(r"-?\d+")
+
+
+def _parse_ids(words: list[str]) -> list[int]:
+    """Ids from arguments or stdin: separated by spaces or commas, optionally inside [ ]."""
+    text = " ".join(words) if words else _read_stdin_text()
+    tokens = [t for t in re.split(r"[\s,\[\]]+", text) if t]
+    ids = []
+    for position, token in enumerate(tokens):
+        if not _ID.fullmatch(token):
+            raise CliError(f"decode: ids[{position}] = {token!r} is not an integer id")
+        ids.append(int(token))
+    return ids
+
+
+def _cmd_decode(args: argparse.Namespace) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    text = tok.decode(_parse_ids(args.ids), skip_special=args.skip_special)
+    _print(json.dumps({"text": text}, ensure_ascii=False) if args.json else text)
+
+
+def _iter_file_text(path: str, chunk_size: int = 1 << 20):
+    """Yield a file's text in chunks, decoding UTF-8 strictly; '-' is stdin."""
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    stream = sys.stdin.buffer if path == "-" else None
+    try:
+        handle = stream or open(path, "rb")
+    except OSError as e:
+        raise CliError(f"train: {path}: {e.strerror}") from None
+    offset = 0
+    with handle if stream is None else _NoClose(handle) as f:
+        while True:
+            block = f.read(chunk_size)
+            try:
+                yield decoder.decode(block, final=not block)
+            except UnicodeDecodeError as e:
+                raise CliError(f"train: {path}: byte {offset + e.start} is not valid UTF-8") from None
+            if not block:
+                return
+            offset += len(block)
+
+
+class _NoClose:
+    def __init__(self, handle) -> None:
+        self.handle = handle
+
+    def __enter__(self):
+        return self.handle
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def _cmd_train(args: argparse.Namespace) -> None:
+    from tinyllm.tok.char import FILE_NAME, CharTokenizer
+
+    texts = (chunk for path in args.files for chunk in _iter_file_text(path))
+    tok = CharTokenizer.train(texts, specials=args.special or ())
+    out = Path(args.output)
+    tok.save(out)
+    _write_config(out / "config.json")
+    n_special = len(tok.roles)
+    _print(f"wrote {out / FILE_NAME}: {tok.vocab_size} ids ({n_special} special, {tok.vocab_size - n_special} characters)")
+
+
+def _write_config(path: Path) -> None:
+    """Point the model directory at its tokenizer file, keeping any other config keys."""
+    config = {}
+    if path.is_file():
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise CliError(f"train: {path}: existing file is not valid JSON ({e})") from None
+        if not isinstance(config, dict):
+            raise CliError(f"train: {path}: existing file is not a JSON object")
+    config["tl_tokenizer"] = "file"
+    atomic_write_text(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+
+
+def _print(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tinyllm", description="Exact, fast tokenization and the contracts around it.")
+    parser.add_argument("--version", action="version", version=f"tinyllm {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, required=True)
+
+    tok_help = f"a model directory, tokenizer file or preset name (default: {DEFAULT_TOKENIZER})"
+    enc = sub.add_parser("encode", help="print the ids of a text")
+    enc.add_argument("text", nargs="?", help="the text; read from stdin when absent or '-'")
+    enc.add_argument("--tokenizer", "-t", default=DEFAULT_TOKENIZER, help=tok_help)
+    enc.add_argument("--pieces", action="store_true", help="print a table of id, piece and bytes")
+    enc.add_argument("--json", action="store_true", help="print JSON")
+    enc.add_argument("--add-special", action="store_true", help="wrap the ids in the tokenizer's template")
+    enc.add_argument(
+        "--allow-special",
+        action="append",
+        metavar="TEXT",
+        help="match this special token's text as a control token (repeatable; 'all' for every one)",
+    )
+    enc.set_defaults(run=_cmd_encode)
+
+    dec = sub.add_parser("decode", help="print the text of ids")
+    dec.add_argument("ids", nargs="*", help="ids; read from stdin when absent")
+    dec.add_argument("--tokenizer", "-t", default=DEFAULT_TOKENIZER, help=tok_help)
+    dec.add_argument("--skip-special", action="store_true", help="drop special tokens")
+    dec.add_argument("--json", action="store_true", help="print JSON")
+    dec.set_defaults(run=_cmd_decode)
+
+    train = sub.add_parser("train", help="train a tokenizer")
+    kinds = train.add_subparsers(dest="kind", parser_class=_Parser, required=True)
+    char = kinds.add_parser("char", help="a character-level tokenizer")
+    char.add_argument("files", nargs="+", help="UTF-8 text files ('-' for stdin)")
+    char.add_argument("--output", "-o", required=True, help="the model directory to write")
+    char.add_argument(
+        "--special", action="append", metavar="TEXT", help="add <bos>, <eos> or <pad> (repeatable)"
+    )
+    char.set_defaults(run=_cmd_train)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8", errors="surrogateescape")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        args.run(args)
+    except (ValueError, OSError) as e:
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        sys.stderr.write(f"tinyllm: error: {message}\n")
+        return EXIT_USAGE
+    except BrokenPipeError:  # pragma: no cover - e.g. `tinyllm encode ... | head`
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The Tokenizer contract, the one id check, and the byte tokenizer.
+
+Every tokenizer in tinyllm (and any object a user brings) satisfies `Tokenizer`, so whatever
+consumes tokens is written once. Two laws hold for each: `decode(encode(t)) == t` for every text the
+vocabulary covers, and `encode` never raises on a `str` (unknown input becomes `unk_id`).
+
+>>> tok = ByteTokenizer()
+>>> tok.encode("hé")
+[104, 195, 169]
+>>> tok.decode([226, 130])   # an unfinished three-byte character: one U+FFFD
+'�'
+>>> tok.id_to_token(32)
+'Ġ'
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Optional, Protocol, runtime_checkable
+
+from tinyllm.tok.bytemap import byte_alphabet, byte_of
+from tinyllm.tok.specials import SpecialPolicy, SpecialSet
+from tinyllm.tok.text import require_str, to_utf8
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What every tokenizer offers. Structural: no inheritance is needed to satisfy it."""
+
+    vocab_size: int
+    special_ids: dict[str, int]
+    unk_id: Optional[int]
+
+    def encode(self, text: str, add_special: bool = False) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int], skip_special: bool = False) -> str: ...
+
+    def token_to_id(self, s: str) -> Optional[int]: ...
+
+    def id_to_token(self, i: int) -> str: ...
+
+    def save(self, dir: str) -> None: ...
+
+    @classmethod
+    def load(cls, dir: str) -> "Tokenizer": ...
+
+
+def _describe(value: object) -> str:
+    return f"{value!r} (a {type(value).__name__}, expected an integer id)"
+
+
+def check_id(value: object, vocab_size: int, label: str = "id") -> int:
+    """One id: an integer (anything with `__index__`, but not a bool) in `0..vocab_size`."""
+    if isinstance(value, bool) or type(value).__name__.startswith("bool") or not hasattr(value, "__index__"):
+        raise ValueError(f"{label} = {_describe(value)}")
+    i = operator.index(value)
+    if not 0 <= i < vocab_size:
+        raise ValueError(
+            f"{label} = {i} is out of range for a vocabulary of {vocab_size} ids (0..{vocab_size - 1})"
+        )
+    return i
+
+
+def check_ids(ids: Sequence[int], vocab_size: int, *, context: str = "") -> list[int]:
+    """Validate ids before anything trusts them; return them as a list of plain ints.
+
+    Each id must be an integer (numpy integers pass through `__index__`), not a bool, float, str or
+    None, and lie in `0 <= i < vocab_size`. Without the range check `vocab[-1]` would quietly decode
+    to the last entry. The error names the position, the value and the vocabulary size:
+
+    >>> check_ids([1, 256], 256, context="decode")
+    Traceback (most recent call last):
+    ...
+    ValueError: decode: ids[1] = 256 is out of range for a vocabulary of 256 ids (0..255)
+    """
+    prefix = f"{context}: " if context else ""
+    if isinstance(ids, str) or not isinstance(ids, Iterable):
+        raise ValueError(f"{prefix}ids: expected a sequence of integer ids, got {type(ids).__name__}")
+    dtype = getattr(ids, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", None) in ("i", "u") and getattr(ids, "ndim", 1) == 1:
+        return _check_integer_array(ids, vocab_size, prefix)
+    out = []
+    for position, value in enumerate(ids):
+        try:
+            out.append(check_id(value, vocab_size, f"ids[{position}]"))
+        except ValueError as e:
+            raise ValueError(f"{prefix}{e}") from None
+    return out
+
+
+def _check_integer_array(ids, vocab_size: int, prefix: str) -> list[int]:
+    """Vectorised range check for 1-D numpy integer arrays (no per-element Python work)."""
+    if len(ids):
+        bad = (ids < 0) | (ids >= vocab_size)
+        if bad.any():
+            position = int(bad.argmax())
+            check_id(int(ids[position]), vocab_size, f"{prefix}ids[{position}]")
+    return ids.tolist()
+
+
+class TokenizerBase:
+    """Shared conveniences for tinyllm's own tokenizers (not part of the Protocol)."""
+
+    vocab_size: int
+
+    def encode_batch(
+        self,
+        texts: Iterable[str],
+        add_special: bool = False,
+        *,
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = (),
+    ) -> list[list[int]]:
+        """`encode` over many texts, in order."""
+        return [
+            self.encode(t, add_special, allowed_special=allowed_special, disallowed_special=disallowed_special)
+            for t in texts
+        ]
+
+    def decode_batch(self, batch: Iterable[Sequence[int]], skip_special: bool = False) -> list[str]:
+        return [self.decode(ids, skip_special) for ids in batch]
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+
+def _existing_dir(dir: str | os.PathLike, where: str) -> Path:
+    path = Path(dir)
+    if not path.is_dir():
+        raise ValueError(f"{where}: {str(path)!r} is not a directory")
+    return path
+
+
+class ByteTokenizer(TokenizerBase):
+    """The 256 byte values as ids: encode is UTF-8, decode is UTF-8 with replacement.
+
+    No specials, no unknown id: every text encodes. Token strings are the GPT-2 byte map, so this
+    is byte-level BPE with zero merges.
+    """
+
+    vocab_size = 256
+    unk_id = None
+
+    @property
+    def special_ids(self) -> dict[str, int]:
+        return {}
+
+    def encode(
+        self,
+        text: str,
+        add_special: bool = False,
+        *,
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = (),
+    ) -> list[int]:
+        # Validates the policy's names even though no text can match: there are no specials.
+        SpecialPolicy.resolve({}, allowed_special, disallowed_special)
+        return list(to_utf8(require_str(text, "encode: text")))
+
+    def decode(self, ids: Sequence[int], skip_special: bool = False) -> str:
+        return bytes(check_ids(ids, 256, context="decode")).decode("utf-8", "replace")
+
+    def token_to_id(self, s: str) -> Optional[int]:
+        return byte_of(s) if isinstance(s, str) else None
+
+    def id_to_token(self, i: int) -> str:
+        return byte_alphabet()[check_id(i, 256, "id_to_token: id")]
+
+    def token_bytes(self, i: int) -> bytes:
+        """The raw bytes of token `i` (the streaming decoder's input)."""
+        return bytes((check_id(i, 256, "token_bytes: id"),))
+
+    def save(self, dir: str | os.PathLike) -> None:
+        """Create `dir`; the byte tokenizer has no state, so nothing is written."""
+        Path(dir).mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def load(cls, dir: str | os.PathLike) -> "ByteTokenizer":
+        _existing_dir(dir, "ByteTokenizer.load")
+        return cls()
+
+    def __repr__(self) -> str:
+        return "ByteTokenizer()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ByteTokenizer)
+
+    def __hash__(self) -> int:
+        return hash(ByteTokenizer)

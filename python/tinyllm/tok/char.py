@@ -1,0 +1,247 @@
+"""One id per Unicode code point, with a vocabulary fixed by a rule, not by the data's order.
+
+Vocabulary rule: id 0 is `<unk>`; then the requested specials (`<bos>`, `<eos>`, `<pad>`) in the
+order given, each once; then every code point seen in training, sorted by code point. Retraining on
+shuffled texts therefore gives the same ids. Encoding never normalizes (é and e + U+0301 stay
+different), maps unseen code points to `<unk>`, and treats a typed `<eos>` as five characters.
+
+>>> tok = CharTokenizer.train(["hello", "hi"], specials=("<bos>", "<eos>"))
+>>> tok.vocab
+['<unk>', '<bos>', '<eos>', 'e', 'h', 'i', 'l', 'o']
+>>> tok.encode("hi!"), tok.encode("hi", add_special=True)
+([4, 5, 0], [1, 4, 5, 2])
+>>> tok.decode([4, 5, 0]), tok.decode([4, 5, 0], skip_special=True)
+('hi<unk>', 'hi')
+
+Saved as `tinyllm_char.json`: `{"type": "char", "vocab": [...], "specials": {"unk": 0, ...}}`.
+`specials` maps roles to ids, so any reader finds `<unk>` without guessing its spelling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from tinyllm._io import atomic_write_text
+from tinyllm.tok.base import TokenizerBase, check_id, check_ids
+from tinyllm.tok.specials import SpecialPolicy, SpecialSet, split_on_specials
+from tinyllm.tok.text import clean_text, require_str
+
+FILE_NAME = "tinyllm_char.json"
+ROLE_TEXTS = {"unk": "<unk>", "bos": "<bos>", "eos": "<eos>", "pad": "<pad>"}
+_ROLE_OF_TEXT = {text: role for role, text in ROLE_TEXTS.items()}
+
+
+def validate_char_document(doc: Any, source: str) -> tuple[list[str], dict[str, int]]:
+    """Check a parsed tinyllm_char.json document; return (vocab, roles).
+
+    Every problem raises ValueError naming `source` and the field, e.g.
+    `tinyllm_char.json: vocab[4]: 'ab' has 2 code points; ...`.
+    """
+
+    def fail(field: str, message: str) -> ValueError:
+        return ValueError(f"{source}: {field}: {message}")
+
+    if not isinstance(doc, dict):
+        raise ValueError(f"{source}: expected a JSON object, found {type(doc).__name__}")
+    for key in doc:
+        if key not in ("type", "vocab", "specials"):
+            raise fail(key, "unknown field; expected only type, vocab and specials")
+    for key in ("type", "vocab", "specials"):
+        if key not in doc:
+            raise fail(key, "missing")
+    if doc["type"] != "char":
+        raise fail("type", f"found {doc['type']!r}, expected 'char'")
+
+    vocab = doc["vocab"]
+    if not isinstance(vocab, list) or not vocab:
+        raise fail("vocab", f"expected a non-empty list of strings, found {vocab!r:.60}")
+    first_seen: dict[str, int] = {}
+    for i, entry in enumerate(vocab):
+        if not isinstance(entry, str) or not entry:
+            raise fail(f"vocab[{i}]", f"found {entry!r}, expected a non-empty string")
+        if clean_text(entry) != entry:
+            raise fail(f"vocab[{i}]", f"{entry!r} contains a surrogate code point, which UTF-8 cannot carry")
+        if entry in first_seen:
+            raise fail(f"vocab[{i}]", f"{entry!r} repeats vocab[{first_seen[entry]}]; entries must be unique")
+        first_seen[entry] = i
+
+    specials = doc["specials"]
+    if not isinstance(specials, dict):
+        raise fail("specials", f"expected an object mapping roles to ids, found {type(specials).__name__}")
+    role_of_id: dict[int, str] = {}
+    for role, value in specials.items():
+        field = f"specials.{role}"
+        if role not in ROLE_TEXTS:
+            raise fail(field, f"unknown role; expected one of {', '.join(ROLE_TEXTS)}")
+        try:
+            i = check_id(value, len(vocab), "id")
+        except ValueError as e:
+            raise fail(field, str(e)) from None
+        if i in role_of_id:
+            raise fail(field, f"id {i} is already the id of specials.{role_of_id[i]}")
+        role_of_id[i] = role
+    if "unk" not in specials:
+        raise fail("specials.unk", "missing; every char tokenizer needs an unknown id")
+
+    for i, entry in enumerate(vocab):
+        if i not in role_of_id and len(entry) != 1:
+            raise fail(
+                f"vocab[{i}]",
+                f"{entry!r} has {len(entry)} code points; entries that are not special tokens "
+                "must be exactly one code point",
+            )
+    return list(vocab), {role: int(specials[role]) for role in specials}
+
+
+class CharTokenizer(TokenizerBase):
+    """A character-level tokenizer. Build it with `train`, or from a vocabulary and roles."""
+
+    def __init__(self, vocab: Sequence[str], specials: Mapping[str, int]) -> None:
+        self.vocab, self.roles = validate_char_document(
+            {"type": "char", "vocab": list(vocab), "specials": dict(specials)}, "CharTokenizer"
+        )
+        special = set(self.roles.values())
+        self._special_id_set = frozenset(special)
+        self._id_of = {entry: i for i, entry in enumerate(self.vocab)}
+        # Only ordinary entries are matched in text: a special's text never maps to its id here.
+        self._char_id = {entry: i for i, entry in enumerate(self.vocab) if i not in special}
+
+    # -- the protocol -------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def special_ids(self) -> dict[str, int]:
+        return {self.vocab[i]: i for i in sorted(self._special_id_set)}
+
+    @property
+    def unk_id(self) -> int:
+        return self.roles["unk"]
+
+    @classmethod
+    def train(cls, texts: Iterable[str], specials: Sequence[str] = ()) -> "CharTokenizer":
+        """Collect the code points of `texts`; lay out ids by the vocabulary rule.
+
+        `specials` may name `<bos>`, `<eos>` and `<pad>` (and `<unk>`, which is always id 0); a
+        repeat counts once, anything else is a ValueError.
+        """
+        if isinstance(specials, str):
+            raise ValueError(f"train: specials: expected a sequence of special texts, found the string {specials!r}")
+        roles = {"unk": 0}
+        vocab = ["<unk>"]
+        for position, text in enumerate(specials):
+            role = _ROLE_OF_TEXT.get(text) if isinstance(text, str) else None
+            if role is None:
+                raise ValueError(
+                    f"train: specials[{position}] = {text!r} is not a special this format knows; "
+                    f"expected one of {', '.join(ROLE_TEXTS.values())}"
+                )
+            if role not in roles:
+                roles[role] = len(vocab)
+                vocab.append(text)
+        if isinstance(texts, str):
+            texts = [texts]
+        seen: set[str] = set()
+        for position, text in enumerate(texts):
+            seen.update(clean_text(require_str(text, f"train: texts[{position}]")))
+        vocab.extend(sorted(seen))
+        return cls(vocab, roles)
+
+    def encode(
+        self,
+        text: str,
+        add_special: bool = False,
+        *,
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = (),
+    ) -> list[int]:
+        text = clean_text(require_str(text, "encode: text"))
+        policy = SpecialPolicy.resolve(self.special_ids, allowed_special, disallowed_special)
+        unk = self.unk_id
+        ids: list[int] = []
+        for segment, is_special in split_on_specials(text, policy):
+            if is_special:
+                ids.append(self._id_of[segment])
+            else:
+                lookup = self._char_id.get
+                ids.extend([lookup(ch, unk) for ch in segment])
+        if add_special:
+            if "bos" in self.roles:
+                ids.insert(0, self.roles["bos"])
+            if "eos" in self.roles:
+                ids.append(self.roles["eos"])
+        return ids
+
+    def decode(self, ids: Sequence[int], skip_special: bool = False) -> str:
+        checked = check_ids(ids, self.vocab_size, context="decode")
+        vocab = self.vocab
+        if skip_special:
+            drop = self._special_id_set
+            return "".join(vocab[i] for i in checked if i not in drop)
+        return "".join(vocab[i] for i in checked)
+
+    def token_to_id(self, s: str) -> Optional[int]:
+        return self._id_of.get(s) if isinstance(s, str) else None
+
+    def id_to_token(self, i: int) -> str:
+        return self.vocab[check_id(i, self.vocab_size, "id_to_token: id")]
+
+    def token_bytes(self, i: int) -> bytes:
+        """The UTF-8 bytes of token `i` (the streaming decoder's input)."""
+        return self.id_to_token(i).encode("utf-8")
+
+    # -- files --------------------------------------------------------------------------------
+    def to_document(self) -> dict:
+        return {"type": "char", "vocab": list(self.vocab), "specials": dict(self.roles)}
+
+    def save(self, dir: str | os.PathLike) -> None:
+        """Write `dir/tinyllm_char.json` atomically, creating `dir` if needed."""
+        path = Path(dir)
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path / FILE_NAME, json.dumps(self.to_document(), ensure_ascii=False) + "\n")
+
+    @classmethod
+    def load(cls, dir: str | os.PathLike) -> "CharTokenizer":
+        """Load `dir/tinyllm_char.json` (or the file itself), checking everything the constructor checks."""
+        path = Path(dir)
+        if path.is_dir():
+            path = path / FILE_NAME
+        return cls.from_file(path)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "CharTokenizer":
+        path = Path(path)
+        source = str(path)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise ValueError(f"{source}: no such file") from None
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{source}: byte {e.start} is not valid UTF-8") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        vocab, roles = validate_char_document(doc, source)
+        return cls(vocab, roles)
+
+    def __repr__(self) -> str:
+        roles = ", ".join(f"{r}={i}" for r, i in self.roles.items())
+        return f"CharTokenizer(vocab_size={self.vocab_size}, {roles})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CharTokenizer) and self.vocab == other.vocab and self.roles == other.roles
+
+    __hash__ = None  # mutable-looking attributes; equality is by content
+
+
+def json_schema() -> dict:
+    """The JSON Schema of tinyllm_char.json shipped with the package."""
+    from importlib.resources import files
+
+    return json.loads(files("tinyllm.tok").joinpath("schemas/tokenizer-char.schema.json").read_text("utf-8"))

@@ -1,0 +1,108 @@
+"""`load(path_or_name)`: one entry point for model directories, tokenizer files and presets.
+
+Resolution order:
+
+1. an existing directory: its `config.json` names the kind in `tl_tokenizer`
+   (`"bytes"`: the byte tokenizer, `"file"`: the tokenizer file inside the directory); without
+   a `config.json`, the tokenizer file inside it is used;
+2. an existing file: `tinyllm_char.json`, or any JSON document whose `"type"` is `"char"`;
+3. a built-in preset name, such as `"bytes"`.
+
+>>> load("bytes").vocab_size
+256
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from tinyllm.tok.base import ByteTokenizer, Tokenizer
+from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
+
+CONFIG_FILE = "config.json"
+HF_FILE = "tokenizer.json"
+
+PRESETS: dict[str, Callable[[], Tokenizer]] = {"bytes": ByteTokenizer}
+
+# The tokenizer files a model directory may hold, and how to read each.
+FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {CHAR_FILE: CharTokenizer.from_file}
+
+TL_TOKENIZER_KINDS = ("bytes", "file")
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: byte {e.start} is not valid UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def _unsupported_hf_file(path: Path) -> Tokenizer:
+    raise ValueError(f"{path}: tokenizer.json files are not supported yet; expected {CHAR_FILE}")
+
+
+def _load_file(path: Path) -> Tokenizer:
+    loader = FILE_LOADERS.get(path.name)
+    if loader is not None:
+        return loader(path)
+    if path.name == HF_FILE:
+        return _unsupported_hf_file(path)
+    doc = _read_json(path) if path.suffix == ".json" else None
+    if isinstance(doc, dict) and doc.get("type") == "char":
+        return CharTokenizer.from_file(path)
+    raise ValueError(f"{path}: not a tokenizer file tinyllm knows; expected {CHAR_FILE} or a char tokenizer JSON")
+
+
+def _load_file_in_dir(directory: Path) -> Tokenizer:
+    found = [directory / name for name in (*FILE_LOADERS, HF_FILE) if (directory / name).is_file()]
+    if not found:
+        expected = ", ".join((CONFIG_FILE, *FILE_LOADERS))
+        raise ValueError(f"{directory}: no tokenizer here; expected one of {expected}")
+    if len(found) > 1:
+        names = " and ".join(p.name for p in found)
+        raise ValueError(f"{directory}: holds both {names}; keep one tokenizer file per model directory")
+    return _load_file(found[0])
+
+
+def _load_model_dir(directory: Path) -> Tokenizer:
+    config_path = directory / CONFIG_FILE
+    if not config_path.is_file():
+        return _load_file_in_dir(directory)
+    config = _read_json(config_path)
+    if not isinstance(config, dict):
+        raise ValueError(f"{config_path}: expected a JSON object")
+    if "tl_tokenizer" not in config:
+        raise ValueError(f"{config_path}: tl_tokenizer: missing; expected one of {', '.join(TL_TOKENIZER_KINDS)}")
+    kind = config["tl_tokenizer"]
+    if kind == "bytes":
+        return ByteTokenizer()
+    if kind == "file":
+        return _load_file_in_dir(directory)
+    raise ValueError(
+        f"{config_path}: tl_tokenizer: found {kind!r}, expected one of {', '.join(TL_TOKENIZER_KINDS)}"
+    )
+
+
+def load(path_or_name: str | os.PathLike) -> Tokenizer:
+    """Load a tokenizer from a model directory, a tokenizer file, or a preset name."""
+    if not isinstance(path_or_name, (str, os.PathLike)):
+        raise ValueError(f"load: expected a path or a preset name, got {type(path_or_name).__name__}")
+    path = Path(path_or_name)
+    if path.is_dir():
+        return _load_model_dir(path)
+    if path.is_file():
+        return _load_file(path)
+    name = os.fspath(path_or_name)
+    if name in PRESETS:
+        return PRESETS[name]()
+    presets = ", ".join(sorted(PRESETS))
+    raise ValueError(f"load: {name!r} is not a file, a directory or a preset name (presets: {presets})")
+
+
+def preset_names() -> list[str]:
+    return sorted(PRESETS)

@@ -1,0 +1,103 @@
+"""Special-token authority: user text never turns into a control token by accident.
+
+A special token's text (say `<eos>`) typed by a user is ordinary text unless the caller names it in
+`allowed_special`. The policy mirrors tiktoken's keywords with a safer default:
+
+* `allowed_special`: `"all"` or a collection of special texts that may be matched in the input;
+  default: none.
+* `disallowed_special`: `"all"` or a collection of special texts whose presence in the input is an
+  error; `"all"` means every special that is not allowed. Default: none, so such text stays text.
+
+Matching is leftmost, and longest first where two specials start at the same position.
+
+>>> policy = SpecialPolicy.resolve({"<eos>": 2}, allowed_special="all", disallowed_special=())
+>>> split_on_specials("hi<eos>", policy)
+[('hi', False), ('<eos>', True)]
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Literal, Union
+
+SpecialSet = Union[Literal["all"], Collection[str]]
+
+
+def _names(value: SpecialSet, known: Collection[str], parameter: str) -> frozenset[str]:
+    if isinstance(value, str):
+        if value == "all":
+            return frozenset(known)
+        raise ValueError(
+            f"{parameter}: found the string {value!r}; expected \"all\" or a collection of special-token texts"
+        )
+    names = frozenset(value)
+    for name in sorted(names - frozenset(known)):
+        listed = ", ".join(repr(k) for k in sorted(known)) or "none"
+        raise ValueError(
+            f"{parameter}: {name!r} is not a special token of this tokenizer (its special tokens: {listed})"
+        )
+    return names
+
+
+@dataclass(frozen=True)
+class SpecialPolicy:
+    """Which special texts are matched as control tokens, and which are refused."""
+
+    allowed: frozenset[str] = frozenset()
+    disallowed: frozenset[str] = frozenset()
+
+    @classmethod
+    def resolve(
+        cls,
+        special_ids: Mapping[str, int],
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = (),
+    ) -> "SpecialPolicy":
+        allowed = _names(allowed_special, special_ids, "allowed_special")
+        if disallowed_special == "all":
+            disallowed = frozenset(special_ids) - allowed
+        else:
+            disallowed = _names(disallowed_special, special_ids, "disallowed_special") - allowed
+        return cls(allowed, disallowed)
+
+
+@functools.lru_cache(maxsize=256)
+def _alternation(texts: frozenset[str]) -> re.Pattern | None:
+    if not texts:
+        return None
+    # Longest first, so that at one position the longest special wins.
+    ordered = sorted(texts, key=lambda t: (-len(t), t))
+    return re.compile("|".join(re.escape(t) for t in ordered))
+
+
+def split_on_specials(text: str, policy: SpecialPolicy) -> list[tuple[str, bool]]:
+    """Split `text` into (segment, is_special) runs under `policy`.
+
+    Raises ValueError if a disallowed special appears, naming it and its code-point position.
+    Empty ordinary segments are dropped.
+    """
+    refused = _alternation(policy.disallowed)
+    if refused is not None:
+        found = refused.search(text)
+        if found is not None:
+            raise ValueError(
+                f"encode: the text contains the special token {found.group()!r} at position {found.start()}, "
+                "which disallowed_special forbids; pass it in allowed_special to encode it as a control "
+                "token, or leave it out of disallowed_special to encode it as ordinary text"
+            )
+    allowed = _alternation(policy.allowed)
+    if allowed is None:
+        return [(text, False)] if text else []
+    parts: list[tuple[str, bool]] = []
+    last = 0
+    for m in allowed.finditer(text):
+        if m.start() > last:
+            parts.append((text[last : m.start()], False))
+        parts.append((m.group(), True))
+        last = m.end()
+    if last < len(text):
+        parts.append((text[last:], False))
+    return parts

@@ -1,0 +1,59 @@
+"""Streaming decode: text chunks as ids arrive, never a replacement character too early.
+
+A token's bytes need not end on a character boundary (byte-level BPE and the byte tokenizer split
+é into c3 | a9). Decoding each id on its own would print U+FFFD for the first half. The
+`IncrementalDecoder` feeds each token's exact bytes to a streaming UTF-8 decoder, which holds
+back an unfinished character until it completes. The chunks, plus `flush()` at the end, always
+concatenate to `tokenizer.decode(all_ids)`.
+
+>>> from tinyllm.tok.base import ByteTokenizer
+>>> d = IncrementalDecoder(ByteTokenizer())
+>>> [d.push(195), d.push(169), d.push(255)], d.flush()
+(['', 'é', '�'], '')
+"""
+
+from __future__ import annotations
+
+from tinyllm.tok.base import check_id
+from tinyllm.tok.utf8 import new_utf8_decoder
+
+
+class IncrementalDecoder:
+    """Decode ids one at a time for any tokenizer.
+
+    The tokenizer's `token_bytes(id)` supplies each token's exact bytes; a tokenizer without it is
+    decoded through `decode([id])`, which is exact only when every token is whole characters.
+    With `skip_special=True`, ids in `tokenizer.special_ids` produce no text.
+    """
+
+    def __init__(self, tokenizer, skip_special: bool = False) -> None:
+        self.tokenizer = tokenizer
+        self.skip_special = skip_special
+        self._vocab_size = int(tokenizer.vocab_size)
+        self._special = frozenset(tokenizer.special_ids.values()) if skip_special else frozenset()
+        token_bytes = getattr(tokenizer, "token_bytes", None)
+        self._token_bytes = token_bytes if callable(token_bytes) else self._bytes_via_decode
+        self._utf8 = new_utf8_decoder()
+
+    def _bytes_via_decode(self, token_id: int) -> bytes:
+        return self.tokenizer.decode([token_id]).encode("utf-8")
+
+    def push(self, token_id: int) -> str:
+        """Add one id; return the text it completes (possibly "")."""
+        i = check_id(token_id, self._vocab_size, "push: token_id")
+        if i in self._special:
+            return ""
+        return self._utf8.push(self._token_bytes(i))
+
+    def push_many(self, ids) -> str:
+        """Add several ids; return the text they complete."""
+        return "".join(self.push(i) for i in ids)
+
+    def flush(self) -> str:
+        """End of the stream: decode what is still pending (an unfinished character is one U+FFFD)."""
+        return self._utf8.flush()
+
+    @property
+    def pending_bytes(self) -> bytes:
+        """Bytes held back because they may still start a character."""
+        return bytes(self._utf8.pending)

@@ -1,0 +1,15 @@
+//! One error type for the crate. Messages name the position, what was found and what was expected,
+//! because the Python layer shows them to users unchanged (as `ValueError`).
+
+use thiserror::Error as ThisError;
+
+#[derive(Debug, Clone, PartialEq, Eq, ThisError)]
+pub enum Error {
+    /// A character that is not part of the GPT-2 byte alphabet appeared in a byte-level token string.
+    #[error("token string {token:?}: character {ch:?} at position {position} is not in the GPT-2 byte alphabet")]
+    NotInByteAlphabet {
+        token: String,
+        ch: char,
+        position: usize,
+    },
+}

@@ -1,0 +1,108 @@
+"""The tinyllm command line: happy paths and one-line errors with exit status 2."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tinyllm.cli import main
+
+
+def run(capsys, *argv, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_encode_prints_ids(capsys):
+    assert run(capsys, "encode", "hé") == (0, "104 195 169\n", "")
+
+
+def test_encode_reads_stdin_exactly(capsys, monkeypatch):
+    code, out, _ = run(capsys, "encode", stdin=b"hi\n", monkeypatch=monkeypatch)
+    assert (code, out) == (0, "104 105 10\n")
+
+
+def test_encode_json_and_pieces(capsys):
+    code, out, _ = run(capsys, "encode", "--json", "--pieces", " é")
+    assert code == 0
+    assert json.loads(out) == {
+        "ids": [32, 195, 169],
+        "pieces": [
+            {"id": 32, "piece": "Ġ", "bytes": "20"},
+            {"id": 195, "piece": "Ã", "bytes": "c3"},
+            {"id": 169, "piece": "©", "bytes": "a9"},
+        ],
+    }
+    code, out, _ = run(capsys, "encode", "--pieces", "a")
+    assert out.splitlines() == ["id  piece  bytes", "97  a      61"]
+
+
+def test_decode_from_args_and_stdin(capsys, monkeypatch):
+    assert run(capsys, "decode", "104", "195", "169") == (0, "hé\n", "")
+    code, out, _ = run(capsys, "decode", stdin=b"[104, 105]\n", monkeypatch=monkeypatch)
+    assert (code, out) == (0, "hi\n")
+    code, out, _ = run(capsys, "decode", "--json", "195")
+    assert json.loads(out) == {"text": "\ufffd"}
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["decode", "256"], "decode: ids[0] = 256 is out of range for a vocabulary of 256 ids (0..255)"),
+        (["decode", "1", "x2"], "decode: ids[1] = 'x2' is not an integer id"),
+        (["encode", "--tokenizer", "nowhere", "hi"], "load: 'nowhere' is not a file, a directory or a preset name"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["train", "char", "missing.txt", "-o", "out"], "train: missing.txt: No such file or directory"),
+        (["train", "char", "x.txt"], "the following arguments are required: --output/-o"),
+    ],
+)
+def test_errors_are_one_line_with_status_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("tinyllm: error: ")
+    assert message in err
+
+
+def test_train_char_writes_a_model_directory(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello\nhi\n", encoding="utf-8")
+    out_dir = tmp_path / "model"
+    code, out, _ = run(capsys, "train", "char", str(corpus), "-o", str(out_dir), "--special", "<bos>", "--special", "<eos>")
+    assert code == 0
+    assert "9 ids (3 special, 6 characters)" in out
+    assert json.loads((out_dir / "config.json").read_text()) == {"tl_tokenizer": "file"}
+    code, out, _ = run(capsys, "encode", "-t", str(out_dir), "--add-special", "hello")
+    assert out == "1 5 4 7 7 8 2\n"
+    code, out, _ = run(capsys, "decode", "-t", str(out_dir), "--skip-special", "1", "5", "6", "2")
+    assert out == "hi\n"
+
+
+def test_train_rejects_invalid_utf8_naming_the_byte(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"abc\xffdef")
+    code, _, err = run(capsys, "train", "char", str(bad), "-o", str(tmp_path / "m"))
+    assert code == 2
+    assert "bad.txt: byte 3 is not valid UTF-8" in err
+
+
+def test_train_keeps_other_config_keys(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("ab", encoding="utf-8")
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"d_model": 64, "tl_tokenizer": "bytes"}))
+    assert run(capsys, "train", "char", str(corpus), "-o", str(model))[0] == 0
+    assert json.loads((model / "config.json").read_text()) == {"d_model": 64, "tl_tokenizer": "file"}
+
+
+def test_installed_entry_point_runs():
+    result = subprocess.run(
+        [sys.executable, "-m", "tinyllm.cli", "encode", "hi"], capture_output=True, text=True, check=False
+    )
+    assert (result.returncode, result.stdout) == (0, "104 105\n")

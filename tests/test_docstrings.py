@@ -1,0 +1,27 @@
+"""The worked examples in module docstrings run and hold (against the installed package)."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "tinyllm",
+    "tinyllm.tok",
+    "tinyllm.tok.base",
+    "tinyllm.tok.bytemap",
+    "tinyllm.tok.char",
+    "tinyllm.tok.load",
+    "tinyllm.tok.specials",
+    "tinyllm.tok.stream",
+    "tinyllm.tok.text",
+    "tinyllm.tok.utf8",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"{name} has no worked example"
+    assert result.failed == 0

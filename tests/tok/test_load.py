@@ -1,0 +1,82 @@
+"""tinyllm.tok.load: model directories, tokenizer files, presets, and clear errors."""
+
+import json
+
+import pytest
+
+from tinyllm.tok import ByteTokenizer, CharTokenizer, load
+
+
+@pytest.fixture
+def char_tok():
+    return CharTokenizer.train(["hello"], specials=("<eos>",))
+
+
+def test_preset_bytes():
+    assert load("bytes") == ByteTokenizer()
+
+
+def test_model_directory_with_bytes(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"tl_tokenizer": "bytes", "d_model": 8}))
+    assert isinstance(load(tmp_path), ByteTokenizer)
+    assert isinstance(load(str(tmp_path)), ByteTokenizer)
+
+
+def test_model_directory_with_file(tmp_path, char_tok):
+    char_tok.save(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"tl_tokenizer": "file"}))
+    assert load(tmp_path) == char_tok
+
+
+def test_tokenizer_file_or_its_directory(tmp_path, char_tok):
+    char_tok.save(tmp_path)
+    assert load(tmp_path) == char_tok
+    assert load(tmp_path / "tinyllm_char.json") == char_tok
+    renamed = tmp_path / "other.json"
+    renamed.write_text((tmp_path / "tinyllm_char.json").read_text(encoding="utf-8"), encoding="utf-8")
+    assert load(renamed) == char_tok
+
+
+def test_unknown_kind_is_named(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"tl_tokenizer": "sentencepiece"}))
+    with pytest.raises(ValueError, match=r"tl_tokenizer: found 'sentencepiece', expected one of bytes, file"):
+        load(tmp_path)
+
+
+def test_missing_kind_is_named(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"d_model": 8}))
+    with pytest.raises(ValueError, match="tl_tokenizer: missing"):
+        load(tmp_path)
+
+
+def test_file_kind_without_a_file(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"tl_tokenizer": "file"}))
+    with pytest.raises(ValueError, match="no tokenizer here; expected one of config.json, tinyllm_char.json"):
+        load(tmp_path)
+
+
+def test_empty_directory_and_missing_path(tmp_path):
+    with pytest.raises(ValueError, match="no tokenizer here"):
+        load(tmp_path)
+    with pytest.raises(ValueError, match=r"is not a file, a directory or a preset name \(presets: bytes"):
+        load(tmp_path / "nope")
+    with pytest.raises(ValueError, match="not a file, a directory or a preset"):
+        load("gpt-17")
+
+
+def test_broken_config_and_unknown_files(tmp_path):
+    (tmp_path / "config.json").write_text("{oops")
+    with pytest.raises(ValueError, match=r"config.json: invalid JSON at line 1"):
+        load(tmp_path)
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
+    with pytest.raises(ValueError, match="not a tokenizer file tinyllm knows"):
+        load(other)
+    with pytest.raises(ValueError, match="expected a path or a preset name, got int"):
+        load(3)
+
+
+def test_path_wins_over_preset_name(tmp_path, monkeypatch, char_tok):
+    char_tok.save(tmp_path / "bytes")
+    monkeypatch.chdir(tmp_path)
+    assert load("bytes") == char_tok
