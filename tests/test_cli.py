@@ -19,16 +19,16 @@ def run(capsys, *argv, stdin=None, monkeypatch=None):
 
 
 def test_encode_prints_ids(capsys):
-    assert run(capsys, "encode", "hé") == (0, "104 195 169\n", "")
+    assert run(capsys, "encode", "-t", "bytes", "hé") == (0, "104 195 169\n", "")
 
 
 def test_encode_reads_stdin_exactly(capsys, monkeypatch):
-    code, out, _ = run(capsys, "encode", stdin=b"hi\n", monkeypatch=monkeypatch)
+    code, out, _ = run(capsys, "encode", "-t", "bytes", stdin=b"hi\n", monkeypatch=monkeypatch)
     assert (code, out) == (0, "104 105 10\n")
 
 
 def test_encode_json_and_pieces(capsys):
-    code, out, _ = run(capsys, "encode", "--json", "--pieces", " é")
+    code, out, _ = run(capsys, "encode", "-t", "bytes", "--json", "--pieces", " é")
     assert code == 0
     assert json.loads(out) == {
         "ids": [32, 195, 169],
@@ -38,22 +38,22 @@ def test_encode_json_and_pieces(capsys):
             {"id": 169, "piece": "©", "bytes": "a9"},
         ],
     }
-    code, out, _ = run(capsys, "encode", "--pieces", "a")
+    code, out, _ = run(capsys, "encode", "-t", "bytes", "--pieces", "a")
     assert out.splitlines() == ["id  piece  bytes", "97  a      61"]
 
 
 def test_decode_from_args_and_stdin(capsys, monkeypatch):
-    assert run(capsys, "decode", "104", "195", "169") == (0, "hé\n", "")
-    code, out, _ = run(capsys, "decode", stdin=b"[104, 105]\n", monkeypatch=monkeypatch)
+    assert run(capsys, "decode", "-t", "bytes", "104", "195", "169") == (0, "hé\n", "")
+    code, out, _ = run(capsys, "decode", "-t", "bytes", stdin=b"[104, 105]\n", monkeypatch=monkeypatch)
     assert (code, out) == (0, "hi\n")
-    code, out, _ = run(capsys, "decode", "--json", "195")
+    code, out, _ = run(capsys, "decode", "-t", "bytes", "--json", "195")
     assert json.loads(out) == {"text": "\ufffd"}
 
 
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["decode", "256"], "decode: ids[0] = 256 is out of range for a vocabulary of 256 ids (0..255)"),
+        (["decode", "-t", "bytes", "256"], "decode: ids[0] = 256 is out of range for a vocabulary of 256 ids (0..255)"),
         (["decode", "1", "x2"], "decode: ids[1] = 'x2' is not an integer id"),
         (["encode", "--tokenizer", "nowhere", "hi"], "load: 'nowhere' is not a file, a directory or a preset name"),
         (["bogus"], "invalid choice: 'bogus'"),
@@ -103,6 +103,11 @@ def test_train_keeps_other_config_keys(tmp_path, capsys):
 
 def test_installed_entry_point_runs():
     result = subprocess.run(
-        [sys.executable, "-m", "tinyllm.cli", "encode", "hi"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "tinyllm.cli", "encode", "-t", "bytes", "hi"], capture_output=True, text=True, check=False
     )
     assert (result.returncode, result.stdout) == (0, "104 105\n")
+
+
+def test_default_tokenizer_is_gpt2(capsys):
+    assert run(capsys, "encode", " cat") == (0, "3797\n", "")
+    assert run(capsys, "decode", "3797") == (0, " cat\n", "")

@@ -22,7 +22,7 @@ from typing import NoReturn
 from tinyllm import __version__
 from tinyllm._io import atomic_write_text
 
-DEFAULT_TOKENIZER = "bytes"
+DEFAULT_TOKENIZER = "gpt2"
 EXIT_USAGE = 2
 
 

@@ -9,6 +9,7 @@
 from tinyllm.tok.base import ByteTokenizer, Tokenizer, check_ids
 from tinyllm.tok.char import CharTokenizer
 from tinyllm.tok.load import load
+from tinyllm.tok.models.bpe import BPETokenizer
 from tinyllm.tok.stream import IncrementalDecoder
 
-__all__ = ["ByteTokenizer", "CharTokenizer", "IncrementalDecoder", "Tokenizer", "check_ids", "load"]
+__all__ = ["BPETokenizer", "ByteTokenizer", "CharTokenizer", "IncrementalDecoder", "Tokenizer", "check_ids", "load"]

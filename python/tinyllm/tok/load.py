@@ -5,15 +5,18 @@ Resolution order:
 1. an existing directory: its `config.json` names the kind in `tl_tokenizer`
    (`"bytes"`: the byte tokenizer, `"file"`: the tokenizer file inside the directory); without
    a `config.json`, the tokenizer file inside it is used;
-2. an existing file: `tinyllm_char.json`, or any JSON document whose `"type"` is `"char"`;
-3. a built-in preset name, such as `"bytes"`.
+2. an existing file: `tokenizer.json`, `tinyllm_char.json`, or a JSON file in either format;
+3. a built-in preset name: `"bytes"`, `"gpt2"` or `"smollm2"`.
 
 >>> load("bytes").vocab_size
 256
+>>> load("gpt2").encode(" cat")
+[3797]
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -21,14 +24,30 @@ from typing import Callable
 
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
+from tinyllm.tok.hf_json import read_tokenizer_json, tokenizer_from_document
 
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"
 
-PRESETS: dict[str, Callable[[], Tokenizer]] = {"bytes": ByteTokenizer}
+PRESET_DIR = Path(__file__).parent / "presets"
+
+
+def _preset_file(name: str) -> Callable[[], Tokenizer]:
+    # Presets are immutable, so one parsed copy per process serves every caller.
+    return functools.lru_cache(maxsize=None)(lambda: read_tokenizer_json(PRESET_DIR / name / HF_FILE))
+
+
+PRESETS: dict[str, Callable[[], Tokenizer]] = {
+    "bytes": ByteTokenizer,
+    "gpt2": _preset_file("gpt2"),
+    "smollm2": _preset_file("smollm2"),
+}
 
 # The tokenizer files a model directory may hold, and how to read each.
-FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {CHAR_FILE: CharTokenizer.from_file}
+FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {
+    CHAR_FILE: CharTokenizer.from_file,
+    HF_FILE: lambda path: read_tokenizer_json(path),
+}
 
 TL_TOKENIZER_KINDS = ("bytes", "file")
 
@@ -42,24 +61,22 @@ def _read_json(path: Path) -> object:
         raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
 
 
-def _unsupported_hf_file(path: Path) -> Tokenizer:
-    raise ValueError(f"{path}: tokenizer.json files are not supported yet; expected {CHAR_FILE}")
-
-
 def _load_file(path: Path) -> Tokenizer:
     loader = FILE_LOADERS.get(path.name)
     if loader is not None:
         return loader(path)
-    if path.name == HF_FILE:
-        return _unsupported_hf_file(path)
     doc = _read_json(path) if path.suffix == ".json" else None
     if isinstance(doc, dict) and doc.get("type") == "char":
         return CharTokenizer.from_file(path)
-    raise ValueError(f"{path}: not a tokenizer file tinyllm knows; expected {CHAR_FILE} or a char tokenizer JSON")
+    if isinstance(doc, dict) and "model" in doc:
+        return tokenizer_from_document(doc, str(path))
+    raise ValueError(
+        f"{path}: not a tokenizer file tinyllm knows; expected {HF_FILE}, {CHAR_FILE} or a file in one of their formats"
+    )
 
 
 def _load_file_in_dir(directory: Path) -> Tokenizer:
-    found = [directory / name for name in (*FILE_LOADERS, HF_FILE) if (directory / name).is_file()]
+    found = [directory / name for name in FILE_LOADERS if (directory / name).is_file()]
     if not found:
         expected = ", ".join((CONFIG_FILE, *FILE_LOADERS))
         raise ValueError(f"{directory}: no tokenizer here; expected one of {expected}")

@@ -65,7 +65,7 @@ class SpecialPolicy:
 
 
 @functools.lru_cache(maxsize=256)
-def _alternation(texts: frozenset[str]) -> re.Pattern | None:
+def leftmost_longest(texts: frozenset[str]) -> re.Pattern | None:
     if not texts:
         return None
     # Longest first, so that at one position the longest special wins.
@@ -73,22 +73,26 @@ def _alternation(texts: frozenset[str]) -> re.Pattern | None:
     return re.compile("|".join(re.escape(t) for t in ordered))
 
 
+def raise_if_disallowed(text: str, policy: SpecialPolicy) -> None:
+    """ValueError naming the first disallowed special in `text` and its code-point position."""
+    refused = leftmost_longest(policy.disallowed)
+    found = refused.search(text) if refused is not None else None
+    if found is not None:
+        raise ValueError(
+            f"encode: the text contains the special token {found.group()!r} at position {found.start()}, "
+            "which disallowed_special forbids; pass it in allowed_special to encode it as a control "
+            "token, or leave it out of disallowed_special to encode it as ordinary text"
+        )
+
+
 def split_on_specials(text: str, policy: SpecialPolicy) -> list[tuple[str, bool]]:
     """Split `text` into (segment, is_special) runs under `policy`.
 
-    Raises ValueError if a disallowed special appears, naming it and its code-point position.
+    Raises ValueError if a disallowed special appears (see `raise_if_disallowed`).
     Empty ordinary segments are dropped.
     """
-    refused = _alternation(policy.disallowed)
-    if refused is not None:
-        found = refused.search(text)
-        if found is not None:
-            raise ValueError(
-                f"encode: the text contains the special token {found.group()!r} at position {found.start()}, "
-                "which disallowed_special forbids; pass it in allowed_special to encode it as a control "
-                "token, or leave it out of disallowed_special to encode it as ordinary text"
-            )
-    allowed = _alternation(policy.allowed)
+    raise_if_disallowed(text, policy)
+    allowed = leftmost_longest(policy.allowed)
     if allowed is None:
         return [(text, False)] if text else []
     parts: list[tuple[str, bool]] = []

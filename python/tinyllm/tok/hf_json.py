@@ -1,0 +1,321 @@
+"""Read and write Hugging Face `tokenizer.json` files, strictly.
+
+The reader accepts the subset tinyllm implements exactly and rejects everything else with a
+ValueError that names the JSON path and the value, so a file never loads into a tokenizer that
+would give different ids than Hugging Face:
+
+    tokenizer.json: model.byte_fallback: true is not supported
+    tokenizer.json: model.merges[1207]: 'Ġth e' uses 'Ġth', which is not in model.vocab
+
+Accepted: normalizers null, NFC, NFKC, Lowercase, Sequence; pre-tokenizers ByteLevel, Digits,
+Split (String or Regex pattern, any behaviour, invert) and Sequence; the BPE model (with or without
+"type", merges as "a b" strings or [a, b] pairs); post-processors null, ByteLevel,
+TemplateProcessing; decoders null and ByteLevel. `truncation` and `padding` are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tinyllm._io import atomic_write_text
+from tinyllm.tok import decoders, normalizers, pre_tokenizers, processors
+from tinyllm.tok.added import AddedToken
+
+TOP_LEVEL = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
+             "post_processor", "decoder", "model")
+ADDED_TOKEN_KEYS = ("id", "content", "single_word", "lstrip", "rstrip", "normalized", "special")
+BPE_KEYS = ("type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+            "byte_fallback", "ignore_merges", "vocab", "merges")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Reader:
+    """Carries the file name so that every error names file, JSON path and value."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, path: str, message: str) -> ValueError:
+        return ValueError(f"{self.source}: {path}: {message}")
+
+    def unsupported(self, path: str, value: Any) -> ValueError:
+        return self.error(path, f"{_show(value)} is not supported")
+
+    def object(self, value: Any, path: str, allowed: tuple) -> dict:
+        if not isinstance(value, dict):
+            raise self.error(path, f"expected an object, found {_show(value)}")
+        for key in value:
+            if key not in allowed:
+                raise self.error(f"{path}.{key}" if path else key, f"unknown field (value {_show(value[key])}) is not supported")
+        return value
+
+    def boolean(self, obj: dict, key: str, path: str, default: bool | None = None, must_be: bool | None = None) -> bool:
+        if key not in obj:
+            if default is None:
+                raise self.error(f"{path}.{key}", "missing")
+            return default
+        value = obj[key]
+        if not isinstance(value, bool):
+            raise self.error(f"{path}.{key}", f"expected true or false, found {_show(value)}")
+        if must_be is not None and value != must_be:
+            raise self.unsupported(f"{path}.{key}", value)
+        return value
+
+    def type_of(self, obj: Any, path: str) -> str:
+        if not isinstance(obj, dict):
+            raise self.error(path, f"expected an object, found {_show(obj)}")
+        if "type" not in obj:
+            raise self.error(f"{path}.type", "missing")
+        return obj["type"]
+
+    # -- stages -------------------------------------------------------------------------------
+    def normalizer(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind in normalizers.SIMPLE:
+            self.object(doc, path, ("type",))
+            return normalizers.SIMPLE[kind]()
+        if kind == "Sequence":
+            self.object(doc, path, ("type", "normalizers"))
+            items = doc.get("normalizers")
+            if not isinstance(items, list):
+                raise self.error(f"{path}.normalizers", f"expected a list, found {_show(items)}")
+            return normalizers.Sequence([self.normalizer(n, f"{path}.normalizers[{k}]") for k, n in enumerate(items)])
+        raise self.unsupported(f"{path}.type", kind)
+
+    def pre_tokenizer(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind == "ByteLevel":
+            self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
+            return pre_tokenizers.ByteLevel(
+                add_prefix_space=self.boolean(doc, "add_prefix_space", path, default=True),
+                use_regex=self.boolean(doc, "use_regex", path, default=True),
+                trim_offsets=self.boolean(doc, "trim_offsets", path, default=True),
+            )
+        if kind == "Digits":
+            self.object(doc, path, ("type", "individual_digits"))
+            return pre_tokenizers.Digits(self.boolean(doc, "individual_digits", path, default=False))
+        if kind == "Split":
+            return self.split(doc, path)
+        if kind == "Sequence":
+            self.object(doc, path, ("type", "pretokenizers"))
+            items = doc.get("pretokenizers")
+            if not isinstance(items, list):
+                raise self.error(f"{path}.pretokenizers", f"expected a list, found {_show(items)}")
+            stages = [self.pre_tokenizer(p, f"{path}.pretokenizers[{k}]") for k, p in enumerate(items)]
+            for k, stage in enumerate(stages[:-1]):
+                if stage.type == "ByteLevel" or stage.type == "Sequence":
+                    raise self.error(f"{path}.pretokenizers[{k}]",
+                                     f"{stage.type} is supported only as the last stage of a Sequence")
+            return pre_tokenizers.Sequence(stages)
+        raise self.unsupported(f"{path}.type", kind)
+
+    def split(self, doc: dict, path: str):
+        self.object(doc, path, ("type", "pattern", "behavior", "invert"))
+        pattern = doc.get("pattern")
+        if not isinstance(pattern, dict) or len(pattern) != 1 or next(iter(pattern)) not in ("Regex", "String"):
+            raise self.error(f"{path}.pattern", f"expected {{\"Regex\": ...}} or {{\"String\": ...}}, found {_show(pattern)}")
+        (kind, text), = pattern.items()
+        if not isinstance(text, str):
+            raise self.error(f"{path}.pattern.{kind}", f"expected a string, found {_show(text)}")
+        behavior = doc.get("behavior")
+        if behavior not in pre_tokenizers.BEHAVIORS:
+            raise self.error(f"{path}.behavior", f"found {_show(behavior)}, expected one of {', '.join(pre_tokenizers.BEHAVIORS)}")
+        try:
+            return pre_tokenizers.Split(text, kind == "Regex", behavior, self.boolean(doc, "invert", path, default=False))
+        except Exception as e:  # regex compile errors
+            raise self.error(f"{path}.pattern.{kind}", f"does not compile: {e}") from None
+
+    def post_processor(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind == "ByteLevel":
+            self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
+            return processors.ByteLevel(
+                add_prefix_space=self.boolean(doc, "add_prefix_space", path, default=True),
+                trim_offsets=self.boolean(doc, "trim_offsets", path, default=True),
+                use_regex=self.boolean(doc, "use_regex", path, default=True),
+            )
+        if kind == "TemplateProcessing":
+            self.object(doc, path, ("type", "single", "pair", "special_tokens"))
+            try:
+                return processors.TemplateProcessing.from_json(doc, path)
+            except ValueError as e:
+                raise ValueError(f"{self.source}: {e}") from None
+        raise self.unsupported(f"{path}.type", kind)
+
+    def decoder(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind == "ByteLevel":
+            self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
+            return decoders.ByteLevel(
+                add_prefix_space=self.boolean(doc, "add_prefix_space", path, default=True),
+                trim_offsets=self.boolean(doc, "trim_offsets", path, default=True),
+                use_regex=self.boolean(doc, "use_regex", path, default=True),
+            )
+        raise self.unsupported(f"{path}.type", kind)
+
+    def added_tokens(self, doc: Any) -> list[AddedToken]:
+        if doc is None:
+            return []
+        if not isinstance(doc, list):
+            raise self.error("added_tokens", f"expected a list, found {_show(doc)}")
+        out = []
+        for k, item in enumerate(doc):
+            path = f"added_tokens[{k}]"
+            self.object(item, path, ADDED_TOKEN_KEYS)
+            token_id, content = item.get("id"), item.get("content")
+            if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+                raise self.error(f"{path}.id", f"expected a non-negative integer, found {_show(token_id)}")
+            if not isinstance(content, str) or not content:
+                raise self.error(f"{path}.content", f"expected a non-empty string, found {_show(content)}")
+            for flag in ("single_word", "lstrip", "rstrip"):
+                self.boolean(item, flag, path, default=False, must_be=False)
+            out.append(AddedToken(token_id, content,
+                                  special=self.boolean(item, "special", path, default=False),
+                                  normalized=self.boolean(item, "normalized", path, default=False)))
+        return out
+
+    def bpe(self, doc: dict, path: str):
+        from tinyllm.tok.models.bpe import BPEModel
+
+        self.object(doc, path, BPE_KEYS)
+        if doc.get("dropout") is not None:
+            raise self.unsupported(f"{path}.dropout", doc["dropout"])
+        for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+            if doc.get(key) not in (None, ""):
+                raise self.unsupported(f"{path}.{key}", doc[key])
+        self.boolean(doc, "fuse_unk", path, default=False, must_be=False)
+        self.boolean(doc, "byte_fallback", path, default=False, must_be=False)
+        ignore_merges = self.boolean(doc, "ignore_merges", path, default=False)
+        unk = doc.get("unk_token")
+        if unk is not None and not isinstance(unk, str):
+            raise self.error(f"{path}.unk_token", f"expected a string or null, found {_show(unk)}")
+        vocab = doc.get("vocab")
+        if not isinstance(vocab, dict):
+            raise self.error(f"{path}.vocab", f"expected an object mapping tokens to ids, found {_show(vocab)}")
+        owner: dict[int, str] = {}
+        for token, i in vocab.items():
+            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+                raise self.error(f"{path}.vocab[{_show(token)}]", f"expected a non-negative integer id, found {_show(i)}")
+            if i in owner:
+                raise self.error(f"{path}.vocab[{_show(token)}]", f"id {i} is already the id of {_show(owner[i])}")
+            owner[i] = token
+        merges = doc.get("merges")
+        if not isinstance(merges, list):
+            raise self.error(f"{path}.merges", f"expected a list, found {_show(merges)}")
+        pairs = []
+        for k, m in enumerate(merges):
+            if isinstance(m, str):
+                parts = m.split(" ")
+            elif isinstance(m, list):
+                parts = m
+            else:
+                parts = None
+            if parts is None or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
+                raise self.error(f"{path}.merges[{k}]", f"expected \"left right\" or [left, right], found {_show(m)}")
+            pairs.append((parts[0], parts[1]))
+        try:
+            return BPEModel(vocab, pairs, unk_token=unk, ignore_merges=ignore_merges, where=path)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
+
+    def model(self, doc: Any):
+        if not isinstance(doc, dict):
+            raise self.error("model", f"expected an object, found {_show(doc)}")
+        kind = doc.get("type")
+        if kind == "BPE" or (kind is None and "merges" in doc):
+            return self.bpe(doc, "model")
+        if kind is None:
+            raise self.error("model.type", "missing, and the model has no merges to infer BPE from")
+        raise self.unsupported("model.type", kind)
+
+
+def tokenizer_from_document(doc: Any, source: str = "tokenizer.json"):
+    """Build a tokenizer from a parsed tokenizer.json document."""
+    from tinyllm.tok.models.bpe import BPETokenizer
+
+    r = _Reader(source)
+    r.object(doc, "", TOP_LEVEL)
+    if doc.get("version", "1.0") != "1.0":
+        raise r.error("version", f"found {_show(doc['version'])}, expected \"1.0\"")
+    if "model" not in doc:
+        raise r.error("model", "missing")
+    model = r.model(doc["model"])
+    added = r.added_tokens(doc.get("added_tokens"))
+    for k, token in enumerate(added):
+        known = model.vocab.get(token.content)
+        if known is not None and known != token.id:
+            raise r.error(f"added_tokens[{k}].id",
+                          f"{token.id} differs from model.vocab[{_show(token.content)}] = {known}")
+        holder = model.id_to_token[token.id] if token.id < len(model.id_to_token) else None
+        if holder is not None and holder != token.content:
+            raise r.error(f"added_tokens[{k}].id",
+                          f"{token.id} is already model.vocab[{_show(holder)}]; expected a free id or the same content")
+    return BPETokenizer(
+        model,
+        normalizer=r.normalizer(doc.get("normalizer"), "normalizer"),
+        pre_tokenizer=r.pre_tokenizer(doc.get("pre_tokenizer"), "pre_tokenizer"),
+        post_processor=r.post_processor(doc.get("post_processor"), "post_processor"),
+        decoder=r.decoder(doc.get("decoder"), "decoder"),
+        added_tokens=added,
+    )
+
+
+def read_tokenizer_json(path: str | os.PathLike):
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: byte {e.start} is not valid UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    return tokenizer_from_document(doc, str(path))
+
+
+def to_document(tokenizer) -> dict:
+    """The tokenizer.json document of a pipeline tokenizer."""
+    model = tokenizer.model
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [t.to_json() for t in tokenizer.added_tokens],
+        "normalizer": tokenizer.normalizer.to_json() if tokenizer.normalizer else None,
+        "pre_tokenizer": tokenizer.pre_tokenizer.to_json() if tokenizer.pre_tokenizer else None,
+        "post_processor": tokenizer.post_processor.to_json() if tokenizer.post_processor else None,
+        "decoder": tokenizer.decoder.to_json() if tokenizer.decoder else None,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": model.unk_token,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": model.ignore_merges,
+            "vocab": dict(sorted(model.vocab.items(), key=lambda kv: kv[1])),
+            "merges": [list(m) for m in model.merges],
+        },
+    }
+
+
+def write_tokenizer_json(tokenizer, path: str | os.PathLike) -> Path:
+    return atomic_write_text(path, json.dumps(to_document(tokenizer), ensure_ascii=False, indent=1) + "\n")

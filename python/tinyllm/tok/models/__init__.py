@@ -1,0 +1,1 @@
+"""Tokenization models: the step that turns one pre-token into ids."""

@@ -1,0 +1,295 @@
+"""The tokenizer pipeline of tokenizer.json, as a readable reference.
+
+Encoding runs: added tokens split out (raw text, then normalized gaps) -> normalizer ->
+pre-tokenizer -> model on each piece -> post-processor (only with `add_special`). Decoding maps ids
+to token strings, token strings to bytes through the decoder, and the joined bytes to text once.
+
+`PipelineTokenizer` is model-agnostic; `BPETokenizer` and later WordPiece and Unigram plug their
+model in. A Rust fast path, when one is attached, must give exactly the same ids.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from tinyllm.seq.encoded import COORDINATES, EncodedSequence
+from tinyllm.tok.added import AddedToken, find_all
+from tinyllm.tok.alignment import normalize_with_alignment
+from tinyllm.tok.base import TokenizerBase, check_id, check_ids
+from tinyllm.tok.bytemap import token_string
+from tinyllm.tok.specials import SpecialPolicy, SpecialSet, raise_if_disallowed
+from tinyllm.tok.text import clean_text, require_str
+
+
+@dataclass
+class _Span:
+    """A run of the input: an added token (token_id set) or text for the model."""
+
+    text: str  # normalized text of the run (the token's content for added tokens)
+    align: list  # per character of `text`: (start, end) in the raw text
+    token_id: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class _Token:
+    id: int
+    piece: str
+    special: bool
+    start: int  # raw code points
+    end: int
+    byte_start: int  # raw UTF-8 bytes
+    byte_end: int
+
+
+class PipelineTokenizer(TokenizerBase):
+    """normalizer + pre_tokenizer + model + post_processor + decoder, with added tokens."""
+
+    FILE_NAME = "tokenizer.json"
+
+    def __init__(self, model, *, normalizer=None, pre_tokenizer=None, post_processor=None, decoder=None,
+                 added_tokens: Sequence[AddedToken] = (), extra: dict | None = None) -> None:
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self.post_processor = post_processor
+        self.decoder = decoder
+        self.added_tokens = tuple(added_tokens)
+        self.extra = dict(extra or {})  # fields kept for saving (truncation, padding)
+        self.byte_level = _ends_with_byte_level(pre_tokenizer)
+
+        id_to_token = list(model.id_to_token)
+        for t in self.added_tokens:
+            if t.id >= len(id_to_token):
+                id_to_token.extend([None] * (t.id + 1 - len(id_to_token)))
+            id_to_token[t.id] = t.content
+        self._id_to_token: list[Optional[str]] = id_to_token
+        self._token_to_id = dict(model.vocab)
+        self._token_to_id.update({t.content: t.id for t in self.added_tokens})
+        self._special_ids = {t.content: t.id for t in self.added_tokens if t.special}
+        self._special_id_set = frozenset(self._special_ids.values())
+        self._always = frozenset(t.content for t in self.added_tokens if not t.special)
+        self._added_by_content = {t.content: t for t in self.added_tokens}
+        self._fast = None  # set by subclasses that attach a Rust engine
+
+    # -- the protocol -------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return len(self._id_to_token)
+
+    @property
+    def special_ids(self) -> dict[str, int]:
+        return dict(self._special_ids)
+
+    @property
+    def unk_id(self) -> Optional[int]:
+        return getattr(self.model, "unk_id", None)
+
+    def token_to_id(self, s: str) -> Optional[int]:
+        return self._token_to_id.get(s) if isinstance(s, str) else None
+
+    def id_to_token(self, i: int) -> str:
+        return self._token_of(check_id(i, self.vocab_size, "id_to_token: id"), "id_to_token: id")
+
+    def _token_of(self, i: int, label: str) -> str:
+        token = self._id_to_token[i]
+        if token is None:
+            raise ValueError(f"{label} = {i} has no token: this vocabulary has no entry with that id")
+        return token
+
+    def token_bytes(self, i: int) -> bytes:
+        """The exact bytes token `i` contributes to decoded text."""
+        token = self.id_to_token(i)
+        return self.decoder.token_bytes(token) if self.decoder is not None else token.encode("utf-8")
+
+    # -- encoding -----------------------------------------------------------------------------
+    def _policy(self, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> SpecialPolicy:
+        return SpecialPolicy.resolve(self._special_ids, allowed_special, disallowed_special)
+
+    def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
+               disallowed_special: SpecialSet = ()) -> list[int]:
+        text = clean_text(require_str(text, "encode: text"))
+        policy = self._policy(allowed_special, disallowed_special)
+        raise_if_disallowed(text, policy)
+        if self._fast is not None:
+            ids = self._fast.encode(text, self._matchable(policy))
+        else:
+            ids = [t.id for t in self._encode_reference(text, policy)]
+        if add_special and self.post_processor is not None:
+            ids, _ = self.post_processor.apply(ids)
+        return ids
+
+    def encode_batch(self, texts, add_special: bool = False, *, allowed_special: SpecialSet = (),
+                     disallowed_special: SpecialSet = ()) -> list[list[int]]:
+        texts = [clean_text(require_str(t, f"encode_batch: texts[{k}]")) for k, t in enumerate(texts)]
+        if self._fast is None:
+            return super().encode_batch(texts, add_special, allowed_special=allowed_special,
+                                        disallowed_special=disallowed_special)
+        policy = self._policy(allowed_special, disallowed_special)
+        for t in texts:
+            raise_if_disallowed(t, policy)
+        batch = self._fast.encode_batch(texts, self._matchable(policy))
+        if add_special and self.post_processor is not None:
+            batch = [self.post_processor.apply(ids)[0] for ids in batch]
+        return batch
+
+    def encode_structured(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
+                          disallowed_special: SpecialSet = (),
+                          offset_coordinate: str = "raw_codepoints") -> EncodedSequence:
+        """Encode with pieces, a special-token mask and offsets in a declared coordinate."""
+        if offset_coordinate not in COORDINATES:
+            raise ValueError(
+                f"encode_structured: offset_coordinate = {offset_coordinate!r}; expected one of {', '.join(COORDINATES)}"
+            )
+        text = clean_text(require_str(text, "encode_structured: text"))
+        policy = self._policy(allowed_special, disallowed_special)
+        raise_if_disallowed(text, policy)
+        tokens = self._encode_reference(text, policy)
+        ids = [t.id for t in tokens]
+        mask = [t.special for t in tokens]
+        spans = [(t.start, t.end) if offset_coordinate == "raw_codepoints" else (t.byte_start, t.byte_end)
+                 for t in tokens]
+        if add_special and self.post_processor is not None:
+            wrapped, inserted = self.post_processor.apply(ids)
+            it = iter(range(len(ids)))
+            rebuilt_mask, rebuilt_spans = [], []
+            for flag in inserted:
+                if flag:
+                    rebuilt_mask.append(True)
+                    rebuilt_spans.append((0, 0))
+                else:
+                    k = next(it)
+                    rebuilt_mask.append(mask[k])
+                    rebuilt_spans.append(spans[k])
+            ids, mask, spans = wrapped, rebuilt_mask, rebuilt_spans
+        pieces = [self._token_of(i, "encode") for i in ids]
+        return EncodedSequence(ids, pieces, mask, spans, offset_coordinate)
+
+    def _matchable(self, policy: SpecialPolicy) -> frozenset[str]:
+        return self._always | policy.allowed
+
+    def _split_added(self, text: str, policy: SpecialPolicy) -> list[_Span]:
+        """Two passes, as Hugging Face: raw-text tokens first, then normalized tokens in the gaps."""
+        matchable = self._matchable(policy)
+        raw_tokens = frozenset(c for c in matchable if not self._added_by_content[c].normalized)
+        norm_tokens = {}
+        for c in matchable:
+            if self._added_by_content[c].normalized:
+                key = self.normalizer.normalize(c) if self.normalizer is not None else c
+                norm_tokens.setdefault(key, self._added_by_content[c].id)
+        spans: list[_Span] = []
+
+        def add_gap(start: int, end: int) -> None:
+            if start == end:
+                return
+            normalized, align = normalize_with_alignment(self.normalizer, text[start:end])
+            align = [(a + start, b + start) for a, b in align]
+            last = 0
+            for s, e in find_all(normalized, frozenset(norm_tokens)):
+                if s > last:
+                    spans.append(_Span(normalized[last:s], align[last:s]))
+                spans.append(_Span(normalized[s:e], align[s:e], norm_tokens[normalized[s:e]]))
+                last = e
+            if last < len(normalized):
+                spans.append(_Span(normalized[last:], align[last:]))
+
+        last = 0
+        for s, e in find_all(text, raw_tokens):
+            add_gap(last, s)
+            spans.append(_Span(text[s:e], [(k, k + 1) for k in range(s, e)], self._added_by_content[text[s:e]].id))
+            last = e
+        add_gap(last, len(text))
+        return spans
+
+    def _encode_reference(self, text: str, policy: SpecialPolicy) -> list[_Token]:
+        byte_at = _byte_positions(text)
+        out: list[_Token] = []
+        for span in self._split_added(text, policy):
+            if span.token_id is not None:
+                s, e = span.align[0][0], span.align[-1][1]
+                out.append(_Token(span.token_id, span.text, span.token_id in self._special_id_set,
+                                  s, e, byte_at[s], byte_at[e]))
+                continue
+            pieces = [(span.text, 0, len(span.text))]
+            if self.pre_tokenizer is not None:
+                pieces = self.pre_tokenizer.apply(pieces)
+            for piece_text, ps, pe in pieces:
+                out.extend(self._encode_piece(text, byte_at, span, piece_text, ps, pe))
+        return out
+
+    def _encode_piece(self, text, byte_at, span: _Span, piece_text: str, ps: int, pe: int) -> list[_Token]:
+        shift = len(piece_text) - (pe - ps)  # 1 when ByteLevel added a prefix space
+        if self.byte_level:
+            raw = piece_text.encode("utf-8")
+            word = token_string(raw)
+            char_of_unit = [k for k, ch in enumerate(piece_text) for _ in range(len(ch.encode("utf-8")))]
+        else:
+            word = piece_text
+            char_of_unit = list(range(len(piece_text)))
+        exact_bytes = self.normalizer is None
+        tokens = []
+        for token_id, us, ue in self.model.tokenize(word):
+            first, last = char_of_unit[us], char_of_unit[ue - 1]
+            a = ps + max(first - shift, 0)
+            b = ps + max(last - shift, 0)
+            start, end = span.align[a][0], span.align[b][1]
+            if exact_bytes and self.byte_level:
+                # Bytes inside the piece map one to one onto raw bytes (a prefix space onto the first char).
+                base = byte_at[span.align[ps][0]]
+                bs = base + max(us - shift, 0)
+                be = base + max(ue - shift, 1)
+            else:
+                bs, be = byte_at[start], byte_at[end]
+            tokens.append(_Token(token_id, self._id_to_token[token_id], False, start, end, bs, be))
+        return tokens
+
+    # -- decoding -----------------------------------------------------------------------------
+    def decode(self, ids: Sequence[int], skip_special: bool = False) -> str:
+        checked = check_ids(ids, self.vocab_size, context="decode")
+        if skip_special:
+            checked = [i for i in checked if i not in self._special_id_set]
+        tokens = [self._token_of(i, f"decode: ids[{k}]") for k, i in enumerate(checked)]
+        if self.decoder is None:
+            return " ".join(tokens)
+        return b"".join(self.decoder.token_bytes(t) for t in tokens).decode("utf-8", "replace")
+
+    # -- files --------------------------------------------------------------------------------
+    def save(self, dir: str | os.PathLike) -> None:
+        """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers."""
+        from tinyllm.tok.hf_json import write_tokenizer_json
+
+        path = Path(dir)
+        path.mkdir(parents=True, exist_ok=True)
+        write_tokenizer_json(self, path / self.FILE_NAME)
+
+    @classmethod
+    def load(cls, dir: str | os.PathLike):
+        from tinyllm.tok.hf_json import read_tokenizer_json
+
+        path = Path(dir)
+        if path.is_dir():
+            path = path / cls.FILE_NAME
+        return read_tokenizer_json(path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size}, specials={len(self._special_ids)})"
+
+
+def _byte_positions(text: str) -> list[int]:
+    """byte_at[k] = UTF-8 byte offset of code point k; byte_at[len(text)] = total bytes."""
+    out = [0] * (len(text) + 1)
+    total = 0
+    for k, ch in enumerate(text):
+        out[k] = total
+        total += 1 if ch < "\x80" else len(ch.encode("utf-8"))
+    out[len(text)] = total
+    return out
+
+
+def _ends_with_byte_level(pre_tokenizer) -> bool:
+    if pre_tokenizer is None:
+        return False
+    stages = getattr(pre_tokenizer, "pretokenizers", (pre_tokenizer,))
+    return bool(stages) and stages[-1].type == "ByteLevel"
