@@ -12,4 +12,13 @@ pub enum Error {
         ch: char,
         position: usize,
     },
+    /// A tokenizer feature the Rust fast path does not implement (the Python reference may).
+    #[error("not supported by the fast path: {0}")]
+    Unsupported(String),
+    /// A regular expression failed to compile or to run.
+    #[error("regex: {0}")]
+    Regex(String),
+    /// Inconsistent tables handed to the engine.
+    #[error("invalid tokenizer tables: {0}")]
+    Invalid(String),
 }

@@ -4,6 +4,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
+use crate::bpe::BpeModel;
+use crate::engine::Engine;
+use crate::pretokenize::PreTokenizer;
 use crate::{bytemap, utf8, Error};
 
 impl From<Error> for PyErr {
@@ -17,7 +20,9 @@ impl From<Error> for PyErr {
 /// A Python `str` may hold surrogate code points, which UTF-8 cannot carry. Like tiktoken we go
 /// through UTF-16: a high surrogate followed by a low one becomes the character they encode, and
 /// any other surrogate becomes U+FFFD. The pure-Python reference is `tinyllm.tok.text.clean_text`.
-pub(crate) fn text_as_utf8<'a>(text: &'a Bound<'_, PyString>) -> PyResult<std::borrow::Cow<'a, str>> {
+pub(crate) fn text_as_utf8<'a>(
+    text: &'a Bound<'_, PyString>,
+) -> PyResult<std::borrow::Cow<'a, str>> {
     if let Ok(s) = text.to_str() {
         return Ok(std::borrow::Cow::Borrowed(s));
     }
@@ -91,6 +96,63 @@ impl PyUtf8Decoder {
     }
 }
 
+/// The byte-level BPE fast path (see `tinyllm.tok.models.bpe.BPETokenizer`).
+#[pyclass(name = "BpeEngine", module = "tinyllm._core", frozen)]
+struct PyBpeEngine {
+    inner: Engine,
+}
+
+#[pymethods]
+impl PyBpeEngine {
+    #[new]
+    #[pyo3(signature = (byte_ids, merges, whole_words, unk, added, pre_tokenizer_json))]
+    fn new(
+        byte_ids: Vec<Option<u32>>,
+        merges: Vec<(u32, u32, u32, u32)>,
+        whole_words: Option<Vec<(Vec<u8>, u32)>>,
+        unk: Option<u32>,
+        added: Vec<(String, u32)>,
+        pre_tokenizer_json: &str,
+    ) -> PyResult<Self> {
+        let spec: serde_json::Value = serde_json::from_str(pre_tokenizer_json)
+            .map_err(|e| PyValueError::new_err(format!("pre_tokenizer_json: {e}")))?;
+        let pre = PreTokenizer::from_json(&spec)?;
+        let model = BpeModel::new(&byte_ids, &merges, whole_words, unk)?;
+        Ok(PyBpeEngine {
+            inner: Engine::new(model, pre, added),
+        })
+    }
+
+    /// Ids of `text`; `matchable` lists the added-token texts that may match.
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyString>,
+        matchable: Vec<String>,
+    ) -> PyResult<Vec<u32>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        let text = text_as_utf8(text)?;
+        let text: &str = &text;
+        Ok(py.detach(|| self.inner.encode(text, matcher.as_deref()))?)
+    }
+
+    /// Ids of many texts, encoded in parallel with the GIL released.
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<Bound<'_, PyString>>,
+        matchable: Vec<String>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        let owned = texts
+            .iter()
+            .map(text_as_utf8)
+            .collect::<PyResult<Vec<_>>>()?;
+        let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+        Ok(py.detach(|| self.inner.encode_batch(&views, matcher.as_deref()))?)
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
@@ -99,5 +161,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(clean_text, m)?)?;
     m.add_class::<PyUtf8Decoder>()?;
+    m.add_class::<PyBpeEngine>()?;
     Ok(())
 }

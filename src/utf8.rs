@@ -112,15 +112,23 @@ mod tests {
     fn streaming_equals_lossy_decoding_for_every_split() {
         let cases: &[&[u8]] = &[
             b"plain ascii",
-            &[0xE2, 0x82, 0xAC, 0xFF, 0xC3, 0x28, 0xED, 0xA0, 0x80, 0xF4, 0x90, 0x80, 0x80],
+            &[
+                0xE2, 0x82, 0xAC, 0xFF, 0xC3, 0x28, 0xED, 0xA0, 0x80, 0xF4, 0x90, 0x80, 0x80,
+            ],
             &[0xF0, 0x9F, 0x98, 0x80, 0xF0, 0x9F, 0x98],
-            &[0xE0, 0x80, 0xAF, 0xC0, 0xAF, 0x80, 0xBF, 0xF8, 0x88, 0x80, 0x80, 0x80],
+            &[
+                0xE0, 0x80, 0xAF, 0xC0, 0xAF, 0x80, 0xBF, 0xF8, 0x88, 0x80, 0x80, 0x80,
+            ],
         ];
         for bytes in cases {
             let whole = decode_lossy(bytes);
             for split in 0..=bytes.len() {
                 let (a, b) = bytes.split_at(split);
-                assert_eq!(stream(&[a, b]).concat(), whole, "split at {split} of {bytes:?}");
+                assert_eq!(
+                    stream(&[a, b]).concat(),
+                    whole,
+                    "split at {split} of {bytes:?}"
+                );
             }
             let one_by_one: Vec<&[u8]> = bytes.chunks(1).collect();
             assert_eq!(stream(&one_by_one).concat(), whole);

@@ -114,7 +114,7 @@ class PipelineTokenizer(TokenizerBase):
         policy = self._policy(allowed_special, disallowed_special)
         raise_if_disallowed(text, policy)
         if self._fast is not None:
-            ids = self._fast.encode(text, self._matchable(policy))
+            ids = self._fast.encode(text, list(self._matchable(policy)))
         else:
             ids = [t.id for t in self._encode_reference(text, policy)]
         if add_special and self.post_processor is not None:
@@ -130,7 +130,7 @@ class PipelineTokenizer(TokenizerBase):
         policy = self._policy(allowed_special, disallowed_special)
         for t in texts:
             raise_if_disallowed(t, policy)
-        batch = self._fast.encode_batch(texts, self._matchable(policy))
+        batch = self._fast.encode_batch(texts, list(self._matchable(policy)))
         if add_special and self.post_processor is not None:
             batch = [self.post_processor.apply(ids)[0] for ids in batch]
         return batch

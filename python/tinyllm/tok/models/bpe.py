@@ -80,4 +80,50 @@ class BPEModel:
 
 
 class BPETokenizer(PipelineTokenizer):
-    """A byte-level BPE tokenizer from a tokenizer.json (GPT-2, SmolLM2, o200k, ...)."""
+    """A byte-level BPE tokenizer from a tokenizer.json (GPT-2, SmolLM2, o200k, ...).
+
+    Pipelines without a normalizer whose pre-tokenizer ends in ByteLevel run on the Rust engine
+    (`tinyllm._core.BpeEngine`); everything else, and `TINYLLM_PURE_PYTHON=1`, runs on the
+    reference. `uses_fast_path` tells which. Both give the same ids; the tests prove it.
+    """
+
+    def __init__(self, model: BPEModel, **stages) -> None:
+        super().__init__(model, **stages)
+        self._fast = _build_engine(self)
+
+    @property
+    def uses_fast_path(self) -> bool:
+        return self._fast is not None
+
+    def use_reference(self) -> "BPETokenizer":
+        """This tokenizer with the Rust engine detached (for comparisons and debugging)."""
+        self._fast = None
+        return self
+
+
+def _build_engine(tok: BPETokenizer):
+    """The Rust engine for `tok`, or None when the pipeline is outside what the engine runs."""
+    import json
+
+    from tinyllm._native import core
+    from tinyllm.tok.bytemap import byte_alphabet, token_bytes
+
+    if core is None or tok.normalizer is not None or not tok.byte_level:
+        return None
+    model = tok.model
+    alphabet = byte_alphabet()
+    byte_ids = [model.vocab.get(alphabet[b]) for b in range(256)]
+    merges = [(left, right, rank, merged) for (left, right), (rank, merged) in model.ranks.items()]
+    whole = None
+    if model.ignore_merges:
+        whole = []
+        for token, i in model.vocab.items():
+            try:
+                whole.append((token_bytes(token), i))
+            except ValueError:
+                continue  # a token outside the byte alphabet can never equal a byte-level piece
+    added = [(t.content, t.id) for t in tok.added_tokens]
+    try:
+        return core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, json.dumps(tok.pre_tokenizer.to_json()))
+    except ValueError:
+        return None  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it

@@ -1,0 +1,455 @@
+//! Pre-tokenizers: cut text into the pieces that BPE encodes independently.
+//!
+//! The GPT-2 pattern `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+//! runs as a hand-written scanner ([`gpt2_split`]), which is several times faster than a
+//! backtracking regex. Any other pattern (o200k's `Split`, for instance) runs on `fancy-regex`.
+//! Stages compose like Hugging Face's `Sequence`: each stage re-splits every piece of the stage
+//! before it; a ByteLevel stage must come last and hands the final pieces to the model as bytes.
+
+use fancy_regex::Regex;
+use serde_json::Value;
+
+use crate::unicode_class::{class_of, LETTER, NUMBER, SPACE};
+use crate::Error;
+
+/// The GPT-2 split pattern, recognised byte for byte so that it gets the fast scanner.
+pub const GPT2_PATTERN: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
+#[inline]
+fn char_at(s: &str, i: usize) -> char {
+    let b = s.as_bytes()[i];
+    if b < 0x80 {
+        b as char
+    } else {
+        s[i..].chars().next().unwrap_or('\u{FFFD}')
+    }
+}
+
+/// End of the run from `i` of characters whose class satisfies `keep`.
+#[inline]
+fn run_end(s: &str, mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
+    let bytes = s.as_bytes();
+    while i < bytes.len() {
+        let c = char_at(s, i);
+        if !keep(class_of(c)) {
+            break;
+        }
+        i += c.len_utf8();
+    }
+    i
+}
+
+/// Where the GPT-2 piece starting at byte `i` of `s` ends.
+///
+/// The alternatives are tried in the pattern's order, as a leftmost-first regex engine would.
+/// `\s+(?!\S)` is the only one that backtracks: a whitespace run followed by a non-space gives
+/// back its last character, unless that would leave it empty (then plain `\s+` takes one char).
+pub fn gpt2_piece_end(s: &str, i: usize) -> usize {
+    let bytes = s.as_bytes();
+    let c = char_at(s, i);
+    if c == '\'' {
+        let rest = &bytes[i + 1..];
+        match rest.first() {
+            Some(b's' | b't' | b'm' | b'd') => return i + 2,
+            _ => {}
+        }
+        if rest.starts_with(b"re") || rest.starts_with(b"ve") || rest.starts_with(b"ll") {
+            return i + 3;
+        }
+    }
+    // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional ASCII space, then a run.
+    let (j, head) = if c == ' ' && i + 1 < bytes.len() {
+        (i + 1, char_at(s, i + 1))
+    } else {
+        (i, c)
+    };
+    let class = class_of(head);
+    if class & LETTER != 0 {
+        return run_end(s, j, |k| k & LETTER != 0);
+    }
+    if class & NUMBER != 0 {
+        return run_end(s, j, |k| k & NUMBER != 0);
+    }
+    if class & SPACE == 0 {
+        return run_end(s, j, |k| k == 0);
+    }
+    // Whitespace: `\s+(?!\S)` then `\s+`.
+    let end = run_end(s, i, |k| k & SPACE != 0);
+    if end == bytes.len() {
+        return end;
+    }
+    let last_start = s[..end].char_indices().next_back().map_or(i, |(k, _)| k);
+    if last_start > i {
+        last_start
+    } else {
+        end
+    }
+}
+
+/// Call `f(start, end)` for each GPT-2 piece of `s`, in order.
+pub fn gpt2_split(s: &str, mut f: impl FnMut(usize, usize)) {
+    let mut i = 0;
+    while i < s.len() {
+        let end = gpt2_piece_end(s, i);
+        f(i, end);
+        i = end;
+    }
+}
+
+/// Hugging Face's SplitDelimiterBehavior.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behavior {
+    Removed,
+    Isolated,
+    MergedWithPrevious,
+    MergedWithNext,
+    Contiguous,
+}
+
+impl Behavior {
+    fn parse(name: &str) -> Result<Self, Error> {
+        Ok(match name {
+            "Removed" => Behavior::Removed,
+            "Isolated" => Behavior::Isolated,
+            "MergedWithPrevious" => Behavior::MergedWithPrevious,
+            "MergedWithNext" => Behavior::MergedWithNext,
+            "Contiguous" => Behavior::Contiguous,
+            other => return Err(Error::Unsupported(format!("split behavior {other:?}"))),
+        })
+    }
+}
+
+fn merge_with_previous(runs: &[(usize, usize, bool)]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
+    let mut previous = false;
+    for &(s, e, delim) in runs {
+        match out.last_mut() {
+            Some(last) if delim && !previous => last.1 = e,
+            _ => out.push((s, e)),
+        }
+        previous = delim;
+    }
+    out
+}
+
+/// Turn (start, end, is_delimiter) runs covering a text into piece spans (see the Python
+/// reference `tinyllm.tok.pre_tokenizers.split_spans` for each behaviour). Empty runs are ignored.
+pub fn split_runs(runs: &[(usize, usize, bool)], behavior: Behavior) -> Vec<(usize, usize)> {
+    let runs: Vec<(usize, usize, bool)> = runs.iter().copied().filter(|r| r.0 < r.1).collect();
+    match behavior {
+        Behavior::Removed => runs.iter().filter(|r| !r.2).map(|r| (r.0, r.1)).collect(),
+        Behavior::Isolated => runs.iter().map(|r| (r.0, r.1)).collect(),
+        Behavior::MergedWithPrevious => merge_with_previous(&runs),
+        Behavior::MergedWithNext => {
+            // Mirror the text, merge with the previous run, mirror back.
+            let n = runs.last().map_or(0, |r| r.1);
+            let mirrored: Vec<_> = runs
+                .iter()
+                .rev()
+                .map(|&(s, e, d)| (n - e, n - s, d))
+                .collect();
+            merge_with_previous(&mirrored)
+                .into_iter()
+                .rev()
+                .map(|(s, e)| (n - e, n - s))
+                .collect()
+        }
+        Behavior::Contiguous => {
+            let mut out: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
+            let mut previous = false;
+            for &(s, e, delim) in &runs {
+                match out.last_mut() {
+                    Some(last) if delim && previous => last.1 = e,
+                    _ => out.push((s, e)),
+                }
+                previous = delim;
+            }
+            out
+        }
+    }
+}
+
+/// (start, end, is_match) runs covering `len` bytes, from sorted non-overlapping matches.
+fn cover(len: usize, matches: impl Iterator<Item = (usize, usize)>) -> Vec<(usize, usize, bool)> {
+    let mut runs = Vec::new();
+    let mut last = 0;
+    for (s, e) in matches {
+        if s > last {
+            runs.push((last, s, false));
+        }
+        runs.push((s, e, true));
+        last = e;
+    }
+    if last < len {
+        runs.push((last, len, false));
+    }
+    runs
+}
+
+#[derive(Debug)]
+pub enum Pattern {
+    Literal(String),
+    Regex(Box<Regex>),
+}
+
+#[derive(Debug)]
+pub enum Stage {
+    Digits {
+        individual: bool,
+    },
+    Split {
+        pattern: Pattern,
+        behavior: Behavior,
+        invert: bool,
+    },
+}
+
+impl Stage {
+    fn split(&self, s: &str) -> Result<Vec<(usize, usize)>, Error> {
+        match self {
+            Stage::Digits { individual } => {
+                let matches = s
+                    .char_indices()
+                    .filter(|(_, c)| c.is_numeric())
+                    .map(|(k, c)| (k, k + c.len_utf8()));
+                let behavior = if *individual {
+                    Behavior::Isolated
+                } else {
+                    Behavior::Contiguous
+                };
+                Ok(split_runs(&cover(s.len(), matches), behavior))
+            }
+            Stage::Split {
+                pattern,
+                behavior,
+                invert,
+            } => {
+                let mut matches = Vec::new();
+                match pattern {
+                    Pattern::Literal(lit) if !lit.is_empty() => {
+                        matches
+                            .extend(s.match_indices(lit.as_str()).map(|(k, m)| (k, k + m.len())));
+                    }
+                    Pattern::Literal(_) => {}
+                    Pattern::Regex(re) => {
+                        for m in re.find_iter(s) {
+                            let m = m.map_err(|e| Error::Regex(e.to_string()))?;
+                            if m.end() > m.start() {
+                                matches.push((m.start(), m.end()));
+                            }
+                        }
+                    }
+                }
+                let runs: Vec<_> = cover(s.len(), matches.into_iter())
+                    .into_iter()
+                    .map(|(a, b, m)| (a, b, m != *invert))
+                    .collect();
+                Ok(split_runs(&runs, *behavior))
+            }
+        }
+    }
+}
+
+/// How the last (ByteLevel) stage splits each piece.
+#[derive(Debug, Clone, Copy)]
+pub struct ByteLevel {
+    pub add_prefix_space: bool,
+    pub use_regex: bool,
+}
+
+/// A pre-tokenizer the fast path can run: any number of Digits/Split stages, then ByteLevel.
+#[derive(Debug)]
+pub struct PreTokenizer {
+    stages: Vec<Stage>,
+    byte_level: ByteLevel,
+}
+
+fn field_bool(v: &Value, key: &str, default: bool) -> Result<bool, Error> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(Error::Unsupported(format!("{key} = {other}"))),
+    }
+}
+
+impl PreTokenizer {
+    /// Build from the `pre_tokenizer` JSON of a tokenizer.json (as the Python reader normalised it).
+    pub fn from_json(v: &Value) -> Result<Self, Error> {
+        let items: Vec<&Value> = match v.get("type").and_then(Value::as_str) {
+            Some("Sequence") => v
+                .get("pretokenizers")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().collect())
+                .ok_or_else(|| Error::Unsupported("Sequence without pretokenizers".into()))?,
+            _ => vec![v],
+        };
+        let (last, rest) = items
+            .split_last()
+            .ok_or_else(|| Error::Unsupported("an empty pre-tokenizer Sequence".into()))?;
+        if last.get("type").and_then(Value::as_str) != Some("ByteLevel") {
+            return Err(Error::Unsupported(
+                "a pre-tokenizer that does not end with ByteLevel".into(),
+            ));
+        }
+        let byte_level = ByteLevel {
+            add_prefix_space: field_bool(last, "add_prefix_space", true)?,
+            use_regex: field_bool(last, "use_regex", true)?,
+        };
+        let mut stages = Vec::new();
+        for item in rest {
+            stages.push(match item.get("type").and_then(Value::as_str) {
+                Some("Digits") => Stage::Digits {
+                    individual: field_bool(item, "individual_digits", false)?,
+                },
+                Some("Split") => {
+                    let pattern = item.get("pattern");
+                    let pattern = if let Some(re) =
+                        pattern.and_then(|p| p.get("Regex")).and_then(Value::as_str)
+                    {
+                        let compiled = fancy_regex::RegexBuilder::new(re)
+                            .backtrack_limit(100_000_000)
+                            .build()
+                            .map_err(|e| Error::Regex(e.to_string()))?;
+                        Pattern::Regex(Box::new(compiled))
+                    } else if let Some(lit) = pattern
+                        .and_then(|p| p.get("String"))
+                        .and_then(Value::as_str)
+                    {
+                        Pattern::Literal(lit.to_owned())
+                    } else {
+                        return Err(Error::Unsupported(
+                            "a Split pattern that is neither Regex nor String".into(),
+                        ));
+                    };
+                    let behavior = Behavior::parse(
+                        item.get("behavior").and_then(Value::as_str).unwrap_or(""),
+                    )?;
+                    Stage::Split {
+                        pattern,
+                        behavior,
+                        invert: field_bool(item, "invert", false)?,
+                    }
+                }
+                other => {
+                    return Err(Error::Unsupported(format!(
+                        "pre-tokenizer {other:?} in the fast path"
+                    )))
+                }
+            });
+        }
+        Ok(PreTokenizer { stages, byte_level })
+    }
+
+    /// Call `f(piece_bytes)` for each final piece of `text`, in order.
+    pub fn for_each_piece(&self, text: &str, f: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+        if self.stages.is_empty() {
+            self.byte_level_piece(text, f);
+            return Ok(());
+        }
+        let mut spans = vec![(0usize, text.len())];
+        for stage in &self.stages {
+            let mut next = Vec::with_capacity(spans.len() * 2);
+            for &(s, e) in &spans {
+                next.extend(
+                    stage
+                        .split(&text[s..e])?
+                        .into_iter()
+                        .map(|(a, b)| (s + a, s + b)),
+                );
+            }
+            spans = next;
+        }
+        for (s, e) in spans {
+            self.byte_level_piece(&text[s..e], f);
+        }
+        Ok(())
+    }
+
+    fn byte_level_piece(&self, piece: &str, f: &mut dyn FnMut(&[u8])) {
+        if piece.is_empty() {
+            return;
+        }
+        let owned;
+        let piece = if self.byte_level.add_prefix_space && !piece.starts_with(' ') {
+            owned = format!(" {piece}");
+            owned.as_str()
+        } else {
+            piece
+        };
+        if self.byte_level.use_regex {
+            gpt2_split(piece, |s, e| f(&piece.as_bytes()[s..e]));
+        } else {
+            f(piece.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(s: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        gpt2_split(s, |a, b| out.push(&s[a..b]));
+        out
+    }
+
+    #[test]
+    fn gpt2_traps() {
+        assert_eq!(pieces("\u{0b}'t"), ["\u{0b}", "'t"]);
+        assert_eq!(pieces("\n't"), ["\n", "'t"]);
+        assert_eq!(pieces("a  b"), ["a", " ", " b"]);
+        assert_eq!(pieces("x\r\n\r\ny"), ["x", "\r\n\r", "\n", "y"]);
+        assert_eq!(pieces("Ⅷ12"), ["Ⅷ12"]);
+        assert_eq!(pieces("e\u{301}t"), ["e", "\u{301}", "t"]);
+        assert_eq!(
+            pieces("Hello world's  end "),
+            ["Hello", " world", "'s", " ", " end", " "]
+        );
+        assert_eq!(pieces("I'M"), ["I", "'", "M"]);
+        assert_eq!(pieces(" '"), [" '"]);
+        assert_eq!(pieces("\t\tx"), ["\t", "\t", "x"]);
+        assert!(pieces("").is_empty());
+    }
+
+    #[test]
+    fn split_behaviors() {
+        let runs = [(0, 1, false), (1, 2, true), (2, 3, true), (3, 4, false)];
+        assert_eq!(split_runs(&runs, Behavior::Removed), [(0, 1), (3, 4)]);
+        assert_eq!(
+            split_runs(&runs, Behavior::Isolated),
+            [(0, 1), (1, 2), (2, 3), (3, 4)]
+        );
+        assert_eq!(
+            split_runs(&runs, Behavior::MergedWithPrevious),
+            [(0, 2), (2, 3), (3, 4)]
+        );
+        assert_eq!(
+            split_runs(&runs, Behavior::MergedWithNext),
+            [(0, 1), (1, 2), (2, 4)]
+        );
+        assert_eq!(
+            split_runs(&runs, Behavior::Contiguous),
+            [(0, 1), (1, 3), (3, 4)]
+        );
+    }
+
+    #[test]
+    fn digits_then_byte_level() {
+        let v: Value = serde_json::from_str(
+            r#"{"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},
+                {"type":"ByteLevel","add_prefix_space":false,"use_regex":true}]}"#,
+        )
+        .unwrap();
+        let p = PreTokenizer::from_json(&v).unwrap();
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        p.for_each_piece("abc 12 def", &mut |b| out.push(b.to_vec()))
+            .unwrap();
+        let out: Vec<&str> = out
+            .iter()
+            .map(|b| std::str::from_utf8(b).unwrap())
+            .collect();
+        assert_eq!(out, ["abc", " ", "1", "2", " def"]);
+    }
+}
