@@ -23,14 +23,22 @@ fn key(left: u32, right: u32) -> u64 {
     ((left as u64) << 32) | right as u64
 }
 
+/// Internally every token is renumbered so that byte `b`'s token is id `b`: the first-round
+/// pairs (two single bytes) are then answered from a dense 256x256 table instead of the hash
+/// map, and only merges of longer symbols pay for hashing. Output ids are mapped back.
 #[derive(Debug, Clone)]
 pub struct BpeModel {
-    /// (left, right) -> (rank, merged id).
+    /// (left, right) -> (rank, merged), internal ids.
     merges: FxHashMap<u64, (u32, u32)>,
-    /// The id of each single byte's token, or NONE.
-    byte_ids: [u32; 256],
-    /// With ignore_merges: whole pre-tokens that are themselves vocabulary entries.
+    /// byte_pairs[l << 8 | r] = (rank, merged) for two single-byte symbols; rank NONE if absent.
+    byte_pairs: Vec<(u32, u32)>,
+    /// Whether byte `b` has a token (its internal id is then `b`).
+    has_byte: [bool; 256],
+    /// Internal id -> external id.
+    external: Vec<u32>,
+    /// With ignore_merges: whole pre-tokens that are themselves vocabulary entries (external ids).
     whole_words: Option<FxHashMap<Box<[u8]>, u32>>,
+    /// Internal id of the unk token.
     unk: Option<u32>,
 }
 
@@ -44,35 +52,48 @@ impl BpeModel {
         unk: Option<u32>,
     ) -> Result<Self, Error> {
         if byte_ids.len() != 256 {
-            return Err(Error::Invalid(format!(
-                "byte_ids has {} entries, expected 256",
-                byte_ids.len()
-            )));
+            return Err(Error::Invalid(format!("byte_ids has {} entries, expected 256", byte_ids.len())));
         }
-        let mut table = [NONE; 256];
+        let mut internal: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut external: Vec<u32> = vec![NONE; 256];
+        let mut has_byte = [false; 256];
         for (b, id) in byte_ids.iter().enumerate() {
-            table[b] = id.unwrap_or(NONE);
+            if let Some(id) = *id {
+                if internal.insert(id, b as u32).is_some() {
+                    return Err(Error::Invalid(format!("id {id} is the token of two bytes")));
+                }
+                external[b] = id;
+                has_byte[b] = true;
+            }
         }
+        let mut intern = |id: u32| -> u32 {
+            *internal.entry(id).or_insert_with(|| {
+                external.push(id);
+                (external.len() - 1) as u32
+            })
+        };
         let mut map = FxHashMap::default();
         map.reserve(merges.len());
+        let mut byte_pairs = vec![(NONE, NONE); 1 << 16];
         for &(l, r, rank, merged) in merges {
-            map.insert(key(l, r), (rank, merged));
+            let (l, r, m) = (intern(l), intern(r), intern(merged));
+            if l < 256 && r < 256 {
+                byte_pairs[((l as usize) << 8) | r as usize] = (rank, m);
+            } else {
+                map.insert(key(l, r), (rank, m));
+            }
         }
-        let whole_words = whole_words.map(|w| {
-            w.into_iter()
-                .map(|(k, v)| (k.into_boxed_slice(), v))
-                .collect()
-        });
-        Ok(BpeModel {
-            merges: map,
-            byte_ids: table,
-            whole_words,
-            unk,
-        })
+        let unk = unk.map(&mut intern);
+        let whole_words = whole_words.map(|w| w.into_iter().map(|(k, v)| (k.into_boxed_slice(), v)).collect());
+        Ok(BpeModel { merges: map, byte_pairs, has_byte, external, whole_words, unk })
     }
 
     #[inline]
     fn rank(&self, left: u32, right: u32) -> Option<(u32, u32)> {
+        if left < 256 && right < 256 {
+            let found = self.byte_pairs[((left as usize) << 8) | right as usize];
+            return if found.0 == NONE { None } else { Some(found) };
+        }
         self.merges.get(&key(left, right)).copied()
     }
 
@@ -84,56 +105,84 @@ impl BpeModel {
                 return;
             }
         }
-        let mut symbols: Vec<u32> = Vec::with_capacity(word.len());
-        for &b in word {
-            let id = self.byte_ids[b as usize];
-            if id != NONE {
-                symbols.push(id);
-            } else if let Some(unk) = self.unk {
-                symbols.push(unk);
-            } // else: dropped, as Hugging Face does when there is no unk token
-        }
-        if symbols.len() <= SHORT_WORD {
-            self.merge_short(&mut symbols);
-            out.extend_from_slice(&symbols);
+        if word.len() <= SHORT_WORD {
+            let mut buf = [0u32; SHORT_WORD];
+            let mut n = 0;
+            for &b in word {
+                if let Some(id) = self.symbol_of(b) {
+                    buf[n] = id;
+                    n += 1;
+                }
+            }
+            let n = self.merge_short(&mut buf, n);
+            out.extend(buf[..n].iter().map(|&i| self.external[i as usize]));
         } else {
-            self.merge_long(&symbols, out);
+            let symbols: Vec<u32> = word.iter().filter_map(|&b| self.symbol_of(b)).collect();
+            let start = out.len();
+            if symbols.len() > 1 {
+                self.merge_long(&symbols, out);
+            } else {
+                out.extend_from_slice(&symbols);
+            }
+            for id in &mut out[start..] {
+                *id = self.external[*id as usize];
+            }
         }
     }
 
-    fn merge_short(&self, symbols: &mut Vec<u32>) {
-        // ranks[k] is the rank of the pair (k, k+1), or NONE.
-        let mut ranks: Vec<u32> = symbols
-            .windows(2)
-            .map(|w| self.rank(w[0], w[1]).map_or(NONE, |r| r.0))
-            .collect();
+    /// The initial symbol of a byte: its token, else unk, else None (dropped, as Hugging Face
+    /// does when a vocabulary lacks a byte and has no unk token).
+    #[inline]
+    fn symbol_of(&self, b: u8) -> Option<u32> {
+        if self.has_byte[b as usize] {
+            Some(b as u32)
+        } else {
+            self.unk
+        }
+    }
+
+    /// Merge `symbols[..n]` in place; returns the new length. No allocation.
+    fn merge_short(&self, symbols: &mut [u32; SHORT_WORD], mut n: usize) -> usize {
+        if n < 2 {
+            return n;
+        }
+        // ranks[k] is the rank of the pair (k, k+1), or NONE; merged[k] its merged id.
+        let mut ranks = [NONE; SHORT_WORD];
+        let mut merged = [NONE; SHORT_WORD];
+        for k in 0..n - 1 {
+            if let Some((r, m)) = self.rank(symbols[k], symbols[k + 1]) {
+                ranks[k] = r;
+                merged[k] = m;
+            }
+        }
         loop {
             let mut best = NONE;
             let mut at = 0;
-            for (k, &r) in ranks.iter().enumerate() {
+            for (k, &r) in ranks[..n - 1].iter().enumerate() {
                 if r < best {
                     best = r;
                     at = k;
                 }
             }
             if best == NONE {
-                return;
+                return n;
             }
-            let merged = self
-                .rank(symbols[at], symbols[at + 1])
-                .map_or(NONE, |r| r.1);
-            symbols[at] = merged;
-            symbols.remove(at + 1);
-            ranks.remove(at);
+            symbols[at] = merged[at];
+            symbols.copy_within(at + 2..n, at + 1);
+            ranks.copy_within(at + 1..n - 1, at);
+            merged.copy_within(at + 1..n - 1, at);
+            n -= 1;
             if at > 0 {
-                ranks[at - 1] = self
-                    .rank(symbols[at - 1], symbols[at])
-                    .map_or(NONE, |r| r.0);
+                let (r, m) = self.rank(symbols[at - 1], symbols[at]).unwrap_or((NONE, NONE));
+                ranks[at - 1] = r;
+                merged[at - 1] = m;
             }
-            if at < ranks.len() {
-                ranks[at] = self
-                    .rank(symbols[at], symbols[at + 1])
-                    .map_or(NONE, |r| r.0);
+            if at + 1 < n {
+                let (r, m) = self.rank(symbols[at], symbols[at + 1]).unwrap_or((NONE, NONE));
+                ranks[at] = r;
+                merged[at] = m;
+            } else {
+                ranks[at] = NONE;
             }
         }
     }
@@ -209,7 +258,7 @@ mod tests {
     fn naive(model: &BpeModel, word: &[u8]) -> Vec<u32> {
         let mut s: Vec<u32> = word
             .iter()
-            .filter_map(|&b| Some(model.byte_ids[b as usize]).filter(|&i| i != NONE))
+            .filter_map(|&b| model.symbol_of(b))
             .collect();
         loop {
             let best = (0..s.len().saturating_sub(1))
@@ -220,7 +269,7 @@ mod tests {
                     s[k] = m;
                     s.remove(k + 1);
                 }
-                None => return s,
+                None => return s.iter().map(|&i| model.external[i as usize]).collect(),
             }
         }
     }
@@ -250,23 +299,24 @@ mod tests {
                         b"abc"[(state >> 33) as usize % 3]
                     })
                     .collect();
-                let mut short = Vec::new();
-                let mut syms: Vec<u32> = word.iter().map(|&b| m.byte_ids[b as usize]).collect();
-                m.merge_short(&mut syms);
-                short.extend(syms);
-                let mut long = Vec::new();
-                if !word.is_empty() {
-                    m.merge_long(
-                        &word
-                            .iter()
-                            .map(|&b| m.byte_ids[b as usize])
-                            .collect::<Vec<_>>(),
-                        &mut long,
-                    );
-                }
                 let expected = naive(&m, &word);
-                assert_eq!(short, expected);
-                assert_eq!(long, expected);
+                let symbols: Vec<u32> = word.iter().map(|&b| b as u32).collect();
+                if len <= SHORT_WORD {
+                    let mut buf = [0u32; SHORT_WORD];
+                    buf[..len].copy_from_slice(&symbols);
+                    let n = m.merge_short(&mut buf, len);
+                    let short: Vec<u32> = buf[..n].iter().map(|&i| m.external[i as usize]).collect();
+                    assert_eq!(short, expected);
+                }
+                if len > 1 {
+                    let mut long = Vec::new();
+                    m.merge_long(&symbols, &mut long);
+                    let long: Vec<u32> = long.iter().map(|&i| m.external[i as usize]).collect();
+                    assert_eq!(long, expected);
+                }
+                let mut public = Vec::new();
+                m.encode_word(&word, &mut public);
+                assert_eq!(public, expected);
             }
         }
     }

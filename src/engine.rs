@@ -25,7 +25,76 @@ const CACHE_MAX_WORD: usize = 256;
 const CACHE_MAX_ENTRIES: usize = 1 << 17;
 const CACHE_SHARDS: usize = 16;
 
-type WordCache = FxHashMap<Box<[u8]>, Box<[u32]>>;
+/// Pieces of at most this many bytes are keyed inline as a u128 (bytes plus a length tag).
+const INLINE_KEY: usize = 15;
+/// Marks an inline entry whose ids live in the spill map (more than three ids).
+const SPILLED: u32 = u32::MAX;
+
+/// Word cache: short pieces with up to three ids are stored inline (no allocation, one u128
+/// compare per probe); everything else in a map of boxed slices.
+#[derive(Default)]
+struct WordCache {
+    inline: FxHashMap<u128, [u32; 4]>,
+    spill: FxHashMap<Box<[u8]>, Box<[u32]>>,
+}
+
+#[inline]
+fn inline_key(piece: &[u8]) -> Option<u128> {
+    if piece.len() > INLINE_KEY {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    buf[..piece.len()].copy_from_slice(piece);
+    buf[15] = piece.len() as u8;
+    Some(u128::from_le_bytes(buf))
+}
+
+impl WordCache {
+    fn len(&self) -> usize {
+        self.inline.len() + self.spill.len()
+    }
+
+    fn clear(&mut self) {
+        self.inline.clear();
+        self.spill.clear();
+    }
+
+    /// Append the cached ids of `piece` to `out`; false on a miss.
+    #[inline]
+    fn extend(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        if let Some(k) = inline_key(piece) {
+            match self.inline.get(&k) {
+                Some(v) if v[3] != SPILLED => {
+                    out.extend_from_slice(&v[..v[3] as usize]);
+                    return true;
+                }
+                Some(_) => {}
+                None => return false,
+            }
+        }
+        match self.spill.get(piece) {
+            Some(ids) => {
+                out.extend_from_slice(ids);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn insert(&mut self, piece: &[u8], ids: &[u32]) {
+        if let Some(k) = inline_key(piece) {
+            if ids.len() <= 3 {
+                let mut v = [0u32; 4];
+                v[..ids.len()].copy_from_slice(ids);
+                v[3] = ids.len() as u32;
+                self.inline.insert(k, v);
+                return;
+            }
+            self.inline.insert(k, [0, 0, 0, SPILLED]);
+        }
+        self.spill.insert(piece.into(), ids.into());
+    }
+}
 
 fn shard_of_current_thread() -> usize {
     let mut h = rustc_hash::FxHasher::default();
@@ -107,8 +176,7 @@ impl Engine {
                 self.model.encode_word(piece, out);
                 return;
             }
-            if let Some(ids) = cache.get(piece) {
-                out.extend_from_slice(ids);
+            if cache.extend(piece, out) {
                 return;
             }
             let start = out.len();
@@ -116,7 +184,7 @@ impl Engine {
             if cache.len() >= CACHE_MAX_ENTRIES {
                 cache.clear();
             }
-            cache.insert(piece.into(), out[start..].into());
+            cache.insert(piece, &out[start..]);
         })
     }
 
