@@ -96,6 +96,22 @@ impl PyUtf8Decoder {
     }
 }
 
+/// The pieces the fast path's pre-tokenizer cuts `text` into (for testing against the reference).
+#[pyfunction]
+fn pre_tokenize<'py>(
+    py: Python<'py>,
+    pre_tokenizer_json: &str,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let spec: serde_json::Value = serde_json::from_str(pre_tokenizer_json)
+        .map_err(|e| PyValueError::new_err(format!("pre_tokenizer_json: {e}")))?;
+    let pre = PreTokenizer::from_json(&spec)?;
+    let text = text_as_utf8(text)?;
+    let mut pieces = Vec::new();
+    pre.for_each_piece(&text, &mut |p| pieces.push(PyBytes::new(py, p)))?;
+    Ok(pieces)
+}
+
 /// The byte-level BPE fast path (see `tinyllm.tok.models.bpe.BPETokenizer`).
 #[pyclass(name = "BpeEngine", module = "tinyllm._core", frozen)]
 struct PyBpeEngine {
@@ -160,6 +176,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(token_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(encode_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(clean_text, m)?)?;
+    m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
     m.add_class::<PyUtf8Decoder>()?;
     m.add_class::<PyBpeEngine>()?;
     Ok(())

@@ -127,6 +127,8 @@ class ByteLevel(PreTokenizer):
     type = "ByteLevel"
 
     def split_piece(self, text: str) -> list[Piece]:
+        if not text:
+            return []
         if self.add_prefix_space and not text.startswith(" "):
             text = " " + text
         if not self.use_regex:
