@@ -71,6 +71,7 @@ class PipelineTokenizer(TokenizerBase):
         self._special_ids = {t.content: t.id for t in self.added_tokens if t.special}
         self._special_id_set = frozenset(self._special_ids.values())
         self._always = frozenset(t.content for t in self.added_tokens if not t.special)
+        self._always_list = sorted(self._always)
         self._added_by_content = {t.content: t for t in self.added_tokens}
         self._fast = None  # set by subclasses that attach a Rust engine
 
@@ -110,26 +111,32 @@ class PipelineTokenizer(TokenizerBase):
 
     def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
                disallowed_special: SpecialSet = ()) -> list[int]:
-        text = clean_text(require_str(text, "encode: text"))
-        policy = self._policy(allowed_special, disallowed_special)
-        raise_if_disallowed(text, policy)
-        if self._fast is not None:
-            ids = self._fast.encode(text, list(self._matchable(policy)))
+        if self._fast is not None and type(text) is str and not allowed_special and not disallowed_special:
+            # The common call, kept thin: the engine cleans surrogates itself (same rule as
+            # clean_text) and only the always-matched added tokens can apply.
+            ids = self._fast.encode(text, self._always_list)
         else:
-            ids = [t.id for t in self._encode_reference(text, policy)]
+            text = clean_text(require_str(text, "encode: text"))
+            policy = self._policy(allowed_special, disallowed_special)
+            raise_if_disallowed(text, policy)
+            if self._fast is not None:
+                ids = self._fast.encode(text, list(self._matchable(policy)))
+            else:
+                ids = [t.id for t in self._encode_reference(text, policy)]
         if add_special and self.post_processor is not None:
             ids, _ = self.post_processor.apply(ids)
         return ids
 
     def encode_batch(self, texts, add_special: bool = False, *, allowed_special: SpecialSet = (),
                      disallowed_special: SpecialSet = ()) -> list[list[int]]:
-        texts = [clean_text(require_str(t, f"encode_batch: texts[{k}]")) for k, t in enumerate(texts)]
+        texts = [require_str(t, f"encode_batch: texts[{k}]") for k, t in enumerate(texts)]
         if self._fast is None:
             return super().encode_batch(texts, add_special, allowed_special=allowed_special,
                                         disallowed_special=disallowed_special)
         policy = self._policy(allowed_special, disallowed_special)
-        for t in texts:
-            raise_if_disallowed(t, policy)
+        if policy.disallowed:
+            for t in texts:
+                raise_if_disallowed(clean_text(t), policy)
         batch = self._fast.encode_batch(texts, list(self._matchable(policy)))
         if add_special and self.post_processor is not None:
             batch = [self.post_processor.apply(ids)[0] for ids in batch]

@@ -1,0 +1,319 @@
+"""Encode throughput and exactness: tinyllm against tiktoken, HF tokenizers and the fast PyPI peers.
+
+    python benches/bench_encode.py                       # GPT-2 on en, code and multi
+    python benches/bench_encode.py --tokenizer smollm2 --tokenizer gpt-4o-o200k
+    python benches/bench_encode.py --worst-case          # scaling on pathological inputs
+
+For each corpus of ../shared/data/corpora (en, code, multi) the text is cut into ~2,000-character
+documents at line breaks. Every library gets a fresh instance, is warmed on the first half of the
+documents, and is timed on the second half, which it has not seen (so word caches cannot flatter
+it). Single-thread numbers come from a child process with one thread (RAYON_NUM_THREADS=1); the
+batched numbers from one `encode_batch`-style call with all cores. Each figure is the median of
+--repeat runs; peers are measured in the same process, interleaved. Exactness is the share of
+documents (and of generated stress strings) whose ids equal Hugging Face's.
+
+Needs `pip install '.[bench]'`; peers that are missing or cannot load the file are listed as such.
+Without ../shared/data it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+CORPORA = ("en", "code", "multi")
+TIKTOKEN_PATTERNS = {
+    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    "gpt-4o-o200k": "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+    ]),
+}
+TIKTOKEN_FILES = {"gpt2": "gpt2/gpt2.tiktoken", "gpt-4o-o200k": "tiktoken/o200k_base.tiktoken"}
+TIKTOKEN_SPECIALS = {"gpt2": {"<|endoftext|>": 50256}, "gpt-4o-o200k": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}}
+
+
+# -- data --------------------------------------------------------------------------------------
+def documents(corpus: str, size: int = 2000) -> list[str]:
+    docs, current = [], []
+    length = 0
+    for path in sorted((SHARED / "corpora" / corpus).rglob("*.txt")):
+        with open(path, encoding="utf-8", newline="") as f:
+            for line in f.read().splitlines(keepends=True):
+                current.append(line)
+                length += len(line)
+                if length >= size:
+                    docs.append("".join(current))
+                    current, length = [], 0
+    if current:
+        docs.append("".join(current))
+    return docs
+
+
+# -- libraries: each returns encode(text)->list[int], batch(texts)->list[list[int]] or None -------
+def load_libraries(name: str) -> dict:
+    path = SHARED / "tokenizers" / name / "tokenizer.json"
+    libs = {}
+
+    def tinyllm_factory():
+        from tinyllm.tok import load
+
+        tok = load(path)
+        return tok.encode, tok.encode_batch
+
+    libs["tinyllm"] = tinyllm_factory
+
+    def hf_factory():
+        import tokenizers
+
+        tok = tokenizers.Tokenizer.from_file(str(path))
+        return (lambda t: tok.encode(t, add_special_tokens=False).ids,
+                lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)])
+
+    libs["hf-tokenizers"] = hf_factory
+
+    if name in TIKTOKEN_FILES:
+        def tiktoken_factory():
+            import tiktoken
+
+            ranks = {}
+            for line in (SHARED / "tokenizers" / TIKTOKEN_FILES[name]).read_bytes().splitlines():
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+            enc = tiktoken.Encoding(f"{name}-{time.monotonic_ns()}", pat_str=TIKTOKEN_PATTERNS[name],
+                                    mergeable_ranks=ranks, special_tokens=TIKTOKEN_SPECIALS[name])
+            return enc.encode_ordinary, enc.encode_ordinary_batch
+
+        libs["tiktoken"] = tiktoken_factory
+
+    def fastokens_factory():
+        import fastokens
+
+        tok = fastokens.Tokenizer.from_file(str(path))
+        return (lambda t: tok.encode(t, add_special_tokens=False).ids,
+                lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)])
+
+    libs["fastokens"] = fastokens_factory
+
+    def tokie_factory():
+        import tokie
+
+        tok = tokie.Tokenizer.from_json(str(path))
+        return (lambda t: tok.encode(t).ids, lambda ts: [e.ids for e in tok.encode_batch(ts)])
+
+    libs["tokie"] = tokie_factory
+
+    def kitoken_factory():
+        import kitoken
+
+        tok = kitoken.Kitoken.from_tokenizers_file(str(path))
+        return (lambda t: tok.encode(t, True), lambda ts: tok.encode_all(ts, True))
+
+    libs["kitoken"] = kitoken_factory
+
+    if name == "gpt-4o-o200k":
+        def rs_bpe_factory():
+            import rs_bpe
+
+            tok = rs_bpe.openai.o200k_base()
+            return tok.encode, None
+
+        libs["rs-bpe"] = rs_bpe_factory
+
+    def bpe_openai_factory():
+        import bpe_openai
+
+        enc = bpe_openai.get_encoding({"gpt2": "gpt2", "gpt-4o-o200k": "o200k_base"}[name])
+        return enc.encode_ordinary, enc.encode_ordinary_batch
+
+    if name in ("gpt2", "gpt-4o-o200k"):
+        libs["bpe-openai"] = bpe_openai_factory
+    return libs
+
+
+def try_load(factory):
+    try:
+        return factory(), None
+    except Exception as e:  # a peer that is not installed or cannot read this file
+        return None, f"{type(e).__name__}: {str(e)[:60]}"
+
+
+# -- measurements ------------------------------------------------------------------------------
+def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
+    """Median MB/s per library for one corpus, in this process's threading mode."""
+    docs = documents(corpus)
+    half = len(docs) // 2
+    warm, timed = docs[:half], docs[half:]
+    mb = sum(len(d.encode("utf-8")) for d in timed) / 1e6
+    libs = load_libraries(name)
+    results: dict[str, list[float]] = {lib: [] for lib in libs}
+    errors: dict[str, str] = {}
+    for _ in range(repeat):
+        for lib, factory in libs.items():  # interleaved: each repeat visits every library
+            if lib in errors:
+                continue
+            loaded, error = try_load(factory)
+            if loaded is None:
+                errors[lib] = error
+                continue
+            encode, batch = loaded
+            if mode == "single":
+                for d in warm:
+                    encode(d)
+                start = time.perf_counter()
+                for d in timed:
+                    encode(d)
+            else:
+                if batch is None:
+                    errors[lib] = "no batch API"
+                    continue
+                batch(warm)
+                start = time.perf_counter()
+                batch(timed)
+            results[lib].append(mb / (time.perf_counter() - start))
+    return {"mbps": {k: statistics.median(v) for k, v in results.items() if v}, "errors": errors}
+
+
+def exactness(name: str, corpus: str, stress: int) -> dict:
+    """Share of documents / stress strings with ids identical to Hugging Face's."""
+    from tinyllm.tok.stress import stress_strings
+
+    docs = documents(corpus)
+    strings = stress_strings(stress)
+    libs = load_libraries(name)
+    hf_encode, _ = libs.pop("hf-tokenizers")()
+    ours_path = SHARED / "tokenizers" / name / "tokenizer.json"
+    from tinyllm.tok import load
+
+    ours = load(ours_path)
+    out = {}
+    for label, texts in (("corpus", docs), ("stress", strings)):
+        expected = [hf_encode(t) for t in texts]
+        for lib, factory in libs.items():
+            loaded, error = try_load(factory)
+            if loaded is None:
+                continue
+            encode = (lambda t: ours.encode(t, allowed_special="all")) if lib == "tinyllm" else loaded[0]
+            same = 0
+            for t, e in zip(texts, expected):
+                try:
+                    same += encode(t) == e
+                except Exception:
+                    pass
+            out.setdefault(lib, {})[label] = same / len(texts)
+    return out
+
+
+def child(args) -> None:
+    """Run one measurement in this process and print it as JSON."""
+    print(json.dumps(measure(args.tokenizer[0], args.corpus, args.repeat, args.mode)))
+
+
+def run_child(name: str, corpus: str, repeat: int, mode: str) -> dict:
+    env = dict(os.environ)
+    if mode == "single":
+        env.update(RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [sys.executable, __file__, "--child", "--mode", mode, "--tokenizer", name, "--corpus", corpus,
+           "--repeat", str(repeat)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def report(name: str, repeat: int, stress: int) -> None:
+    print(f"\n### {name}\n")
+    for corpus in CORPORA:
+        single = run_child(name, corpus, repeat, "single")
+        batched = run_child(name, corpus, repeat, "batch")
+        exact = exactness(name, corpus, stress)
+        ours_single = single["mbps"].get("tinyllm")
+        ours_batch = batched["mbps"].get("tinyllm")
+        print(f"**{corpus}** (median of {repeat}; ratio = tinyllm / peer)\n")
+        print("| library | single MB/s | ratio | batched MB/s | ratio | same ids as HF: corpus | stress |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        libs = list(single["mbps"]) + [k for k in single["errors"] if k not in single["mbps"]]
+        for lib in libs:
+            s = single["mbps"].get(lib)
+            b = batched["mbps"].get(lib)
+            e = exact.get(lib, {})
+            if s is None:
+                print(f"| {lib} | cannot load: {single['errors'].get(lib, '?')} | | | | | |")
+                continue
+            b_text = f"{b:.1f}" if b is not None else "n/a"
+            b_ratio = f"{ours_batch / b:.2f}x" if b and ours_batch else ""
+            corpus_share = f"{e['corpus']:.2%}" if "corpus" in e else "n/a"
+            stress_share = f"{e['stress']:.2%}" if "stress" in e else "n/a"
+            print(f"| {lib} | {s:.1f} | {ours_single / s:.2f}x | {b_text} | {b_ratio} | {corpus_share} | {stress_share} |")
+        print()
+
+
+def worst_case() -> None:
+    """Encode time as the input grows, for repeated and whitespace-free inputs (tinyllm, tiktoken)."""
+    import random
+
+    from tinyllm.tok import load
+
+    rng = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    gpt2 = load(SHARED / "tokenizers" / "gpt2" / "tokenizer.json")
+    makers = {
+        "one repeated character": lambda n: "a" * n,
+        "no whitespace (random letters)": lambda n: "".join(rng.choice(letters) for _ in range(n)),
+        "no whitespace (CJK)": lambda n: "".join(chr(0x4E00 + rng.randrange(2000)) for _ in range(n // 3)),
+    }
+    print("\n### Worst case (GPT-2, single call)\n")
+    print("| input | 100 KB s | 1 MB s | 4 MB s | 4 MB / 1 MB time ratio (4.0 = linear) |")
+    print("|---|---:|---:|---:|---:|")
+    for label, make in makers.items():
+        times = []
+        for size in (100_000, 1_000_000, 4_000_000):
+            text = make(size)
+            start = time.perf_counter()
+            gpt2.encode(text)
+            times.append(time.perf_counter() - start)
+        print(f"| {label} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | {times[2] / times[1]:.2f} |")
+    print("\nPeak memory while encoding 4 MB of one repeated character (child process, max RSS):")
+    code = ("import resource,sys; from tinyllm.tok import load; t=load(sys.argv[1]); "
+            "before=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; s='a'*4_000_000; t.encode(s); "
+            "after=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; print((after-before)/1024)")
+    out = subprocess.run([sys.executable, "-c", code, str(SHARED / "tokenizers" / "gpt2" / "tokenizer.json")],
+                         capture_output=True, text=True, check=True)
+    print(f"\n- growth of max RSS: {float(out.stdout):.1f} MiB for a 3.8 MiB input\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokenizer", action="append", help="gpt2, smollm2, gpt-4o-o200k (repeatable)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--stress", type=int, default=3000)
+    parser.add_argument("--worst-case", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", default="single", help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", default="en", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.tokenizer = args.tokenizer or ["gpt2"]
+    if not SHARED.is_dir():
+        print(f"benchmark skipped: {SHARED} is missing (it holds the corpora and tokenizer files)")
+        return 0
+    if args.child:
+        child(args)
+        return 0
+    print(f"python {' '.join(sys.argv)}  ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)")
+    for name in args.tokenizer:
+        report(name, args.repeat, args.stress)
+    if args.worst_case:
+        worst_case()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
