@@ -18,6 +18,20 @@ const NONE: u32 = u32::MAX;
 /// Words up to this many bytes use the flat scan; longer ones the heap.
 const SHORT_WORD: usize = 64;
 
+/// Reused buffers of the long-word path, one set per thread (no allocation per word).
+#[derive(Default)]
+struct LongScratch {
+    ids: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    alive: Vec<bool>,
+    heap: BinaryHeap<Reverse<(u32, u32)>>,
+}
+
+thread_local! {
+    static LONG_SCRATCH: std::cell::RefCell<LongScratch> = std::cell::RefCell::new(LongScratch::default());
+}
+
 #[inline]
 fn key(left: u32, right: u32) -> u64 {
     ((left as u64) << 32) | right as u64
@@ -52,7 +66,10 @@ impl BpeModel {
         unk: Option<u32>,
     ) -> Result<Self, Error> {
         if byte_ids.len() != 256 {
-            return Err(Error::Invalid(format!("byte_ids has {} entries, expected 256", byte_ids.len())));
+            return Err(Error::Invalid(format!(
+                "byte_ids has {} entries, expected 256",
+                byte_ids.len()
+            )));
         }
         let mut internal: FxHashMap<u32, u32> = FxHashMap::default();
         let mut external: Vec<u32> = vec![NONE; 256];
@@ -84,8 +101,19 @@ impl BpeModel {
             }
         }
         let unk = unk.map(&mut intern);
-        let whole_words = whole_words.map(|w| w.into_iter().map(|(k, v)| (k.into_boxed_slice(), v)).collect());
-        Ok(BpeModel { merges: map, byte_pairs, has_byte, external, whole_words, unk })
+        let whole_words = whole_words.map(|w| {
+            w.into_iter()
+                .map(|(k, v)| (k.into_boxed_slice(), v))
+                .collect()
+        });
+        Ok(BpeModel {
+            merges: map,
+            byte_pairs,
+            has_byte,
+            external,
+            whole_words,
+            unk,
+        })
     }
 
     #[inline]
@@ -146,64 +174,82 @@ impl BpeModel {
         if n < 2 {
             return n;
         }
-        // ranks[k] is the rank of the pair (k, k+1), or NONE; merged[k] its merged id.
-        let mut ranks = [NONE; SHORT_WORD];
-        let mut merged = [NONE; SHORT_WORD];
+        // pairs[k] = rank << 32 | merged id for the pair (k, k+1), or u64::MAX. Ranks sit in the
+        // high half, so the smallest value is the lowest rank; equal values are the same merge
+        // rule, and the strict `<` keeps the leftmost.
+        let packed = |found: Option<(u32, u32)>| {
+            found.map_or(u64::MAX, |(r, m)| ((r as u64) << 32) | m as u64)
+        };
+        let mut pairs = [u64::MAX; SHORT_WORD];
         for k in 0..n - 1 {
-            if let Some((r, m)) = self.rank(symbols[k], symbols[k + 1]) {
-                ranks[k] = r;
-                merged[k] = m;
-            }
+            pairs[k] = packed(self.rank(symbols[k], symbols[k + 1]));
         }
         loop {
-            let mut best = NONE;
+            let mut best = u64::MAX;
             let mut at = 0;
-            for (k, &r) in ranks[..n - 1].iter().enumerate() {
-                if r < best {
-                    best = r;
+            for (k, &p) in pairs[..n - 1].iter().enumerate() {
+                if p < best {
+                    best = p;
                     at = k;
                 }
             }
-            if best == NONE {
+            if best == u64::MAX {
                 return n;
             }
-            symbols[at] = merged[at];
+            symbols[at] = best as u32;
             symbols.copy_within(at + 2..n, at + 1);
-            ranks.copy_within(at + 1..n - 1, at);
-            merged.copy_within(at + 1..n - 1, at);
+            pairs.copy_within(at + 1..n - 1, at);
             n -= 1;
             if at > 0 {
-                let (r, m) = self.rank(symbols[at - 1], symbols[at]).unwrap_or((NONE, NONE));
-                ranks[at - 1] = r;
-                merged[at - 1] = m;
+                pairs[at - 1] = packed(self.rank(symbols[at - 1], symbols[at]));
             }
-            if at + 1 < n {
-                let (r, m) = self.rank(symbols[at], symbols[at + 1]).unwrap_or((NONE, NONE));
-                ranks[at] = r;
-                merged[at] = m;
+            pairs[at] = if at + 1 < n {
+                packed(self.rank(symbols[at], symbols[at + 1]))
             } else {
-                ranks[at] = NONE;
-            }
+                u64::MAX
+            };
         }
     }
 
     fn merge_long(&self, symbols: &[u32], out: &mut Vec<u32>) {
+        LONG_SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            self.merge_long_with(symbols, out, &mut scratch);
+        })
+    }
+
+    fn merge_long_with(&self, symbols: &[u32], out: &mut Vec<u32>, s: &mut LongScratch) {
         let n = symbols.len();
-        let mut ids = symbols.to_vec();
-        let mut next: Vec<usize> = (1..=n).collect(); // n means "none"
-        let mut prev: Vec<usize> = (0..n).map(|k| if k == 0 { n } else { k - 1 }).collect();
-        let mut alive = vec![true; n];
-        let mut heap: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::with_capacity(n);
+        let none = n as u32;
+        s.ids.clear();
+        s.ids.extend_from_slice(symbols);
+        s.next.clear();
+        s.next.extend(1..=none);
+        s.prev.clear();
+        s.prev
+            .extend((0..none).map(|k| if k == 0 { none } else { k - 1 }));
+        s.alive.clear();
+        s.alive.resize(n, true);
+        s.heap.clear();
+        let LongScratch {
+            ids,
+            next,
+            prev,
+            alive,
+            heap,
+        } = s;
         for k in 0..n - 1 {
             if let Some((rank, _)) = self.rank(ids[k], ids[k + 1]) {
-                heap.push(Reverse((rank, k)));
+                heap.push(Reverse((rank, k as u32)));
             }
         }
         while let Some(Reverse((rank, k))) = heap.pop() {
+            let k = k as usize;
             let nx = next[k];
-            if !alive[k] || nx >= n {
+            if !alive[k] || nx == none {
                 continue;
             }
+            let nx = nx as usize;
             let Some((current, merged)) = self.rank(ids[k], ids[nx]) else {
                 continue;
             };
@@ -213,25 +259,25 @@ impl BpeModel {
             ids[k] = merged;
             alive[nx] = false;
             next[k] = next[nx];
-            if next[k] < n {
-                prev[next[k]] = k;
+            if next[k] != none {
+                prev[next[k] as usize] = k as u32;
             }
             let pv = prev[k];
-            if pv < n {
-                if let Some((r, _)) = self.rank(ids[pv], ids[k]) {
+            if pv != none {
+                if let Some((r, _)) = self.rank(ids[pv as usize], ids[k]) {
                     heap.push(Reverse((r, pv)));
                 }
             }
-            if next[k] < n {
-                if let Some((r, _)) = self.rank(ids[k], ids[next[k]]) {
-                    heap.push(Reverse((r, k)));
+            if next[k] != none {
+                if let Some((r, _)) = self.rank(ids[k], ids[next[k] as usize]) {
+                    heap.push(Reverse((r, k as u32)));
                 }
             }
         }
         let mut k = 0;
         while k < n {
             out.push(ids[k]);
-            k = next[k];
+            k = next[k] as usize;
         }
     }
 }
@@ -256,10 +302,7 @@ mod tests {
     }
 
     fn naive(model: &BpeModel, word: &[u8]) -> Vec<u32> {
-        let mut s: Vec<u32> = word
-            .iter()
-            .filter_map(|&b| model.symbol_of(b))
-            .collect();
+        let mut s: Vec<u32> = word.iter().filter_map(|&b| model.symbol_of(b)).collect();
         loop {
             let best = (0..s.len().saturating_sub(1))
                 .filter_map(|k| model.rank(s[k], s[k + 1]).map(|(r, m)| (r, k, m)))
@@ -305,7 +348,8 @@ mod tests {
                     let mut buf = [0u32; SHORT_WORD];
                     buf[..len].copy_from_slice(&symbols);
                     let n = m.merge_short(&mut buf, len);
-                    let short: Vec<u32> = buf[..n].iter().map(|&i| m.external[i as usize]).collect();
+                    let short: Vec<u32> =
+                        buf[..n].iter().map(|&i| m.external[i as usize]).collect();
                     assert_eq!(short, expected);
                 }
                 if len > 1 {

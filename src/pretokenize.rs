@@ -50,9 +50,8 @@ pub fn gpt2_piece_end(s: &str, i: usize) -> usize {
     let c = char_at(s, i);
     if c == '\'' {
         let rest = &bytes[i + 1..];
-        match rest.first() {
-            Some(b's' | b't' | b'm' | b'd') => return i + 2,
-            _ => {}
+        if matches!(rest.first(), Some(b's' | b't' | b'm' | b'd')) {
+            return i + 2;
         }
         if rest.starts_with(b"re") || rest.starts_with(b"ve") || rest.starts_with(b"ll") {
             return i + 3;

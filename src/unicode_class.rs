@@ -36,18 +36,17 @@ fn ranges(class: &str) -> Vec<(u32, u32)> {
 }
 
 fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
-    match ranges.binary_search_by(|&(lo, hi)| {
-        if hi < c {
-            std::cmp::Ordering::Less
-        } else if lo > c {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    }) {
-        Ok(_) => true,
-        Err(_) => false,
-    }
+    ranges
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
 }
 
 fn tables() -> &'static Tables {

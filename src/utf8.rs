@@ -104,7 +104,7 @@ mod tests {
         let mut d = Utf8Decoder::new();
         assert_eq!(d.push(&[b'a', 0xF0, 0x9F]), "a");
         assert_eq!(d.pending(), &[0xF0, 0x9F]);
-        assert_eq!(d.push(&[b'b']), "\u{FFFD}b");
+        assert_eq!(d.push(b"b"), "\u{FFFD}b");
         assert!(d.pending().is_empty());
     }
 
