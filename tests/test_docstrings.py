@@ -16,6 +16,13 @@ MODULES = [
     "tinyllm.tok.stream",
     "tinyllm.tok.text",
     "tinyllm.tok.utf8",
+    "tinyllm.tok.alignment",
+    "tinyllm.tok.decoders",
+    "tinyllm.tok.models.bpe",
+    "tinyllm.tok.normalizers",
+    "tinyllm.tok.pre_tokenizers",
+    "tinyllm.tok.processors",
+    "tinyllm.tok.stress",
 ]
 
 

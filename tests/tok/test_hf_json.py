@@ -1,6 +1,5 @@
 """The tokenizer.json reader: what it accepts, what it rejects (by JSON path), and saving."""
 
-import copy
 import json
 
 import pytest

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from tinyllm._io import atomic_write_text
+from tinyllm._io import atomic_write_text, read_json_file
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.specials import SpecialPolicy, SpecialSet, split_on_specials
 from tinyllm.tok.text import clean_text, require_str
@@ -215,18 +215,8 @@ class CharTokenizer(TokenizerBase):
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "CharTokenizer":
-        path = Path(path)
+        doc = read_json_file(path)
         source = str(path)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise ValueError(f"{source}: no such file") from None
-        try:
-            doc = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{source}: byte {e.start} is not valid UTF-8") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
         vocab, roles = validate_char_document(doc, source)
         return cls(vocab, roles)
 

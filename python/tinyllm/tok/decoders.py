@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tinyllm.tok.byte_level import ByteLevelOptions
 from tinyllm.tok.bytemap import byte_of
 
 
@@ -29,12 +30,7 @@ class Decoder:
 
 
 @dataclass(frozen=True)
-class ByteLevel(Decoder):
-    add_prefix_space: bool = True
-    trim_offsets: bool = True
-    use_regex: bool = True
-    type = "ByteLevel"
-
+class ByteLevel(ByteLevelOptions, Decoder):
     def token_bytes(self, token: str) -> bytes:
         out = bytearray()
         for ch in token:
@@ -43,11 +39,3 @@ class ByteLevel(Decoder):
                 return token.encode("utf-8")
             out.append(b)
         return bytes(out)
-
-    def to_json(self) -> dict:
-        return {
-            "type": "ByteLevel",
-            "add_prefix_space": self.add_prefix_space,
-            "trim_offsets": self.trim_offsets,
-            "use_regex": self.use_regex,
-        }

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tinyllm._io import atomic_write_text
+from tinyllm._io import atomic_write_text, read_json_file
 from tinyllm.tok import decoders, normalizers, pre_tokenizers, processors
 from tinyllm.tok.added import AddedToken
 
@@ -68,6 +68,12 @@ class _Reader:
             raise self.unsupported(f"{path}.{key}", value)
         return value
 
+    def byte_level(self, doc: dict, path: str) -> dict:
+        """The three ByteLevel flags (Hugging Face's defaults where absent), for any of its roles."""
+        self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
+        return {flag: self.boolean(doc, flag, path, default=True)
+                for flag in ("add_prefix_space", "trim_offsets", "use_regex")}
+
     def type_of(self, obj: Any, path: str) -> str:
         if not isinstance(obj, dict):
             raise self.error(path, f"expected an object, found {_show(obj)}")
@@ -96,12 +102,7 @@ class _Reader:
             return None
         kind = self.type_of(doc, path)
         if kind == "ByteLevel":
-            self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
-            return pre_tokenizers.ByteLevel(
-                add_prefix_space=self.boolean(doc, "add_prefix_space", path, default=True),
-                use_regex=self.boolean(doc, "use_regex", path, default=True),
-                trim_offsets=self.boolean(doc, "trim_offsets", path, default=True),
-            )
+            return pre_tokenizers.ByteLevel(**self.byte_level(doc, path))
         if kind == "Digits":
             self.object(doc, path, ("type", "individual_digits"))
             return pre_tokenizers.Digits(self.boolean(doc, "individual_digits", path, default=False))
@@ -141,12 +142,7 @@ class _Reader:
             return None
         kind = self.type_of(doc, path)
         if kind == "ByteLevel":
-            self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
-            return processors.ByteLevel(
-                add_prefix_space=self.boolean(doc, "add_prefix_space", path, default=True),
-                trim_offsets=self.boolean(doc, "trim_offsets", path, default=True),
-                use_regex=self.boolean(doc, "use_regex", path, default=True),
-            )
+            return processors.ByteLevel(**self.byte_level(doc, path))
         if kind == "TemplateProcessing":
             self.object(doc, path, ("type", "single", "pair", "special_tokens"))
             try:
@@ -160,12 +156,7 @@ class _Reader:
             return None
         kind = self.type_of(doc, path)
         if kind == "ByteLevel":
-            self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
-            return decoders.ByteLevel(
-                add_prefix_space=self.boolean(doc, "add_prefix_space", path, default=True),
-                trim_offsets=self.boolean(doc, "trim_offsets", path, default=True),
-                use_regex=self.boolean(doc, "use_regex", path, default=True),
-            )
+            return decoders.ByteLevel(**self.byte_level(doc, path))
         raise self.unsupported(f"{path}.type", kind)
 
     def added_tokens(self, doc: Any) -> list[AddedToken]:
@@ -276,18 +267,7 @@ def tokenizer_from_document(doc: Any, source: str = "tokenizer.json"):
 
 
 def read_tokenizer_json(path: str | os.PathLike):
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: byte {e.start} is not valid UTF-8") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    return tokenizer_from_document(doc, str(path))
+    return tokenizer_from_document(read_json_file(path), str(path))
 
 
 def to_document(tokenizer) -> dict:

@@ -17,11 +17,11 @@ Resolution order:
 from __future__ import annotations
 
 import functools
-import json
 import os
 from pathlib import Path
 from typing import Callable
 
+from tinyllm._io import read_json_file
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
 from tinyllm.tok.hf_json import read_tokenizer_json, tokenizer_from_document
@@ -52,20 +52,11 @@ FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {
 TL_TOKENIZER_KINDS = ("bytes", "file")
 
 
-def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: byte {e.start} is not valid UTF-8") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-
-
 def _load_file(path: Path) -> Tokenizer:
     loader = FILE_LOADERS.get(path.name)
     if loader is not None:
         return loader(path)
-    doc = _read_json(path) if path.suffix == ".json" else None
+    doc = read_json_file(path) if path.suffix == ".json" else None
     if isinstance(doc, dict) and doc.get("type") == "char":
         return CharTokenizer.from_file(path)
     if isinstance(doc, dict) and "model" in doc:
@@ -90,7 +81,7 @@ def _load_model_dir(directory: Path) -> Tokenizer:
     config_path = directory / CONFIG_FILE
     if not config_path.is_file():
         return _load_file_in_dir(directory)
-    config = _read_json(config_path)
+    config = read_json_file(config_path)
     if not isinstance(config, dict):
         raise ValueError(f"{config_path}: expected a JSON object")
     if "tl_tokenizer" not in config:

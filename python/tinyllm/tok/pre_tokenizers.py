@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import regex
 
+from tinyllm.tok.byte_level import ByteLevelOptions
+
 # The GPT-2 split pattern, as used by Hugging Face's ByteLevel pre-tokenizer and by tiktoken's r50k.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -118,13 +120,8 @@ _GPT2 = regex.compile(GPT2_PATTERN)
 
 
 @dataclass(frozen=True)
-class ByteLevel(PreTokenizer):
+class ByteLevel(ByteLevelOptions, PreTokenizer):
     """GPT-2's pre-tokenizer: optional prefix space, then the GPT-2 regex (when use_regex)."""
-
-    add_prefix_space: bool = False
-    use_regex: bool = True
-    trim_offsets: bool = True
-    type = "ByteLevel"
 
     def split_piece(self, text: str) -> list[Piece]:
         if not text:
@@ -134,14 +131,6 @@ class ByteLevel(PreTokenizer):
         if not self.use_regex:
             return [(text, 0, len(text))] if text else []
         return [(m.group(), m.start(), m.end()) for m in _GPT2.finditer(text)]
-
-    def to_json(self) -> dict:
-        return {
-            "type": "ByteLevel",
-            "add_prefix_space": self.add_prefix_space,
-            "trim_offsets": self.trim_offsets,
-            "use_regex": self.use_regex,
-        }
 
 
 def is_numeric(ch: str) -> bool:

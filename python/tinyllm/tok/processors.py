@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tinyllm.tok.byte_level import ByteLevelOptions
+
 
 class PostProcessor:
     type: str = ""
@@ -28,19 +30,8 @@ class PostProcessor:
 
 
 @dataclass(frozen=True)
-class ByteLevel(PostProcessor):
-    add_prefix_space: bool = True
-    trim_offsets: bool = True
-    use_regex: bool = True
-    type = "ByteLevel"
-
-    def to_json(self) -> dict:
-        return {
-            "type": "ByteLevel",
-            "add_prefix_space": self.add_prefix_space,
-            "trim_offsets": self.trim_offsets,
-            "use_regex": self.use_regex,
-        }
+class ByteLevel(ByteLevelOptions, PostProcessor):
+    """Offsets only in Hugging Face; the identity on ids."""
 
 
 @dataclass(frozen=True)
