@@ -22,6 +22,7 @@ import argparse
 import base64
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -259,52 +260,83 @@ def report(name: str, repeat: int, stress: int) -> None:
         print()
 
 
-def worst_case() -> None:
-    """Encode time as the input grows, for repeated and whitespace-free inputs (tinyllm, tiktoken)."""
-    import random
+def tiktoken_gpt2():
+    import tiktoken
 
-    from tinyllm.tok import load
+    ranks = {}
+    for line in (SHARED / "tokenizers" / "gpt2" / "gpt2.tiktoken").read_bytes().splitlines():
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    return tiktoken.Encoding("gpt2-worst-case", pat_str=TIKTOKEN_PATTERNS["gpt2"], mergeable_ranks=ranks,
+                             special_tokens={})
 
+
+def _repeated(n: int) -> str:
+    return "a" * n
+
+
+def _letters(n: int) -> str:
     rng = random.Random(0)
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    gpt2 = load(SHARED / "tokenizers" / "gpt2" / "tokenizer.json")
-    makers = {
-        "one repeated character": lambda n: "a" * n,
-        "no whitespace (random letters)": lambda n: "".join(rng.choice(letters) for _ in range(n)),
-        "no whitespace (CJK)": lambda n: "".join(chr(0x4E00 + rng.randrange(2000)) for _ in range(n // 3)),
-    }
-    print("\n### Worst case (GPT-2, single call)\n")
-    print("| input | 100 KB s | 1 MB s | 4 MB s | 4 MB / 1 MB time ratio (4.0 = linear) |")
-    print("|---|---:|---:|---:|---:|")
-    for label, make in makers.items():
-        times = []
-        for size in (100_000, 1_000_000, 4_000_000):
-            text = make(size)
-            start = time.perf_counter()
-            gpt2.encode(text)
-            times.append(time.perf_counter() - start)
-        print(f"| {label} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | {times[2] / times[1]:.2f} |")
-    print("\nPeak memory above the loaded tokenizer while encoding 4 MB (child process; the peak RSS")
-    print("is reset through /proc/self/clear_refs after loading and after building the input):\n")
-    code = r"""
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
+
+
+def _cjk(n: int) -> str:
+    rng = random.Random(0)
+    return "".join(chr(0x4E00 + rng.randrange(2000)) for _ in range(n // 3))
+
+
+WORST_CASE_INPUTS = {
+    "one repeated character": _repeated,
+    "no whitespace (random letters)": _letters,
+    "no whitespace (CJK)": _cjk,
+}
+
+PEAK_MEMORY = r"""
 import sys
-from tinyllm.tok import load
+sys.path.insert(0, sys.argv[1])
+from bench_encode import SHARED, WORST_CASE_INPUTS, tiktoken_gpt2
 def status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
             return int(line.split()[1]) / 1024
-tok = load(sys.argv[1])
-text = {"a": "a" * 4_000_000, "letters": "abcdefghij" * 400_000, "cjk": "日本語の文" * 266_667}[sys.argv[2]]
+if sys.argv[2] == "tinyllm":
+    from tinyllm.tok import load
+    encode = load(SHARED / "tokenizers" / "gpt2" / "tokenizer.json").encode
+else:
+    encode = tiktoken_gpt2().encode_ordinary
+text = WORST_CASE_INPUTS[sys.argv[3]](4_000_000)
 base = status("VmRSS:")
 open("/proc/self/clear_refs", "w").write("5")
-ids = tok.encode(text)
-print(status("VmHWM:") - base, len(ids) * 8 / 2**20)
+encode(text)
+print(status("VmHWM:") - base)
 """
-    for label in ("a", "letters", "cjk"):
-        out = subprocess.run([sys.executable, "-c", code, str(SHARED / "tokenizers" / "gpt2" / "tokenizer.json"), label],
-                             capture_output=True, text=True, check=True)
-        peak, list_mib = map(float, out.stdout.split())
-        print(f"- {label}: peak +{peak:.1f} MiB for a 3.8-4 MiB input (the returned list of ids alone is ~{list_mib:.1f} MiB)")
+
+
+def worst_case() -> None:
+    """Encode time and peak memory as inputs grow: repeated and whitespace-free text (GPT-2)."""
+    from tinyllm.tok import load
+
+    libs = {"tinyllm": load(SHARED / "tokenizers" / "gpt2" / "tokenizer.json").encode}
+    try:
+        libs["tiktoken"] = tiktoken_gpt2().encode_ordinary
+    except ImportError:
+        pass
+    print("\n### Worst case (GPT-2, one call per input)\n")
+    print("| input | library | 100 KB s | 1 MB s | 4 MB s | 4 MB / 1 MB (4.0 = linear) | peak memory for 4 MB |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for label, make in WORST_CASE_INPUTS.items():
+        texts = [make(size) for size in (100_000, 1_000_000, 4_000_000)]
+        for lib, encode in libs.items():
+            times = []
+            for text in texts:
+                start = time.perf_counter()
+                encode(text)
+                times.append(time.perf_counter() - start)
+            # Peak RSS above the loaded tokenizer, in a fresh process (reset via /proc/self/clear_refs).
+            out = subprocess.run([sys.executable, "-c", PEAK_MEMORY, str(Path(__file__).parent), lib, label],
+                                 capture_output=True, text=True, check=True)
+            print(f"| {label} | {lib} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | "
+                  f"{times[2] / times[1]:.2f} | +{float(out.stdout):.0f} MiB |")
     print()
 
 
@@ -314,6 +346,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stress", type=int, default=3000)
     parser.add_argument("--worst-case", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true", help="only the --worst-case tables")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--mode", default="single", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", default="en", help=argparse.SUPPRESS)
@@ -326,7 +359,7 @@ def main() -> int:
         child(args)
         return 0
     print(f"python {' '.join(sys.argv)}  ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)")
-    for name in args.tokenizer:
+    for name in [] if args.skip_throughput else args.tokenizer:
         report(name, args.repeat, args.stress)
     if args.worst_case:
         worst_case()

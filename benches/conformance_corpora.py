@@ -1,0 +1,74 @@
+"""Every line of every shared corpus: tinyllm's ids and decodes against Hugging Face (and tiktoken).
+
+    python benches/conformance_corpora.py                 # gpt2, smollm2 and gpt-4o-o200k
+    python benches/conformance_corpora.py --tokenizer gpt2
+
+The test suite checks a sample of these lines; this script checks all of them (about a minute per
+tokenizer, mostly in the peers). Exits 1 if any line differs. Without ../shared/data it says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import sys
+import time
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def corpus_lines() -> list[str]:
+    lines: list[str] = []
+    for path in sorted((SHARED / "corpora").rglob("*.txt")):
+        with open(path, encoding="utf-8", newline="") as f:
+            lines.extend(f.read().splitlines(keepends=True))
+    return lines
+
+
+def check(name: str, lines: list[str]) -> int:
+    import tokenizers
+
+    from tinyllm.tok import load
+
+    path = SHARED / "tokenizers" / name / "tokenizer.json"
+    ours, hf = load(path), tokenizers.Tokenizer.from_file(str(path))
+    start = time.perf_counter()
+    mine = ours.encode_batch(lines, allowed_special="all")
+    theirs = [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)]
+    bad_ids = sum(a != b for a, b in zip(mine, theirs))
+    decoded = hf.decode_batch(theirs, skip_special_tokens=False)
+    bad_decodes = sum(ours.decode(a) != d for a, d in zip(mine, decoded))
+    print(f"{name}: {len(lines):,} lines, {bad_ids} with different ids, {bad_decodes} with different decodes "
+          f"({time.perf_counter() - start:.0f} s)")
+    failures = bad_ids + bad_decodes
+    if name == "gpt2":
+        import tiktoken
+
+        ranks = {}
+        for line in (SHARED / "tokenizers" / "gpt2" / "gpt2.tiktoken").read_bytes().splitlines():
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+        enc = tiktoken.Encoding("gpt2-file", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
+        plain = ours.encode_batch(lines)
+        bad = sum(a != b for a, b in zip(plain, enc.encode_ordinary_batch(lines)))
+        print(f"gpt2 vs tiktoken (gpt2.tiktoken): {bad} lines with different ids")
+        failures += bad
+    return failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokenizer", action="append")
+    args = parser.parse_args()
+    if not SHARED.is_dir():
+        print(f"conformance skipped: {SHARED} is missing")
+        return 0
+    lines = corpus_lines()
+    failures = sum(check(name, lines) for name in args.tokenizer or ["gpt2", "smollm2", "gpt-4o-o200k"])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
