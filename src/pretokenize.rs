@@ -186,10 +186,84 @@ fn cover(len: usize, matches: impl Iterator<Item = (usize, usize)>) -> Vec<(usiz
     runs
 }
 
+/// The tail that tiktoken-style patterns end with. Its lookahead is the only construct that needs
+/// a backtracking engine, and on long whitespace runs that engine runs out of stack.
+const LOOKAHEAD_TAIL: &str = r"|\s+(?!\S)|\s+";
+
 #[derive(Debug)]
 pub enum Pattern {
     Literal(String),
+    /// A pattern ending in `|\s+(?!\S)|\s+`, run as `prefix|(\s+)` on the linear-time `regex`
+    /// crate; when the last group matches a run of two or more characters that is followed by a
+    /// non-space, the run gives back its last character, exactly as the lookahead would.
+    WhitespaceLookahead(Box<regex::Regex>),
     Regex(Box<Regex>),
+}
+
+impl Pattern {
+    fn compile(re: &str) -> Result<Self, Error> {
+        if let Some(prefix) = re.strip_suffix(LOOKAHEAD_TAIL) {
+            if let Ok(linear) = regex::Regex::new(&format!(r"{prefix}|(\s+)")) {
+                return Ok(Pattern::WhitespaceLookahead(Box::new(linear)));
+            }
+        }
+        let compiled = fancy_regex::RegexBuilder::new(re)
+            .backtrack_limit(100_000_000)
+            .build()
+            .map_err(|e| Error::Regex(e.to_string()))?;
+        Ok(Pattern::Regex(Box::new(compiled)))
+    }
+
+    /// Non-empty matches of the pattern in `s`, in order, as byte spans.
+    fn matches(&self, s: &str) -> Result<Vec<(usize, usize)>, Error> {
+        let mut out = Vec::new();
+        match self {
+            Pattern::Literal(lit) if !lit.is_empty() => {
+                out.extend(s.match_indices(lit.as_str()).map(|(k, m)| (k, k + m.len())));
+            }
+            Pattern::Literal(_) => {}
+            Pattern::Regex(re) => {
+                for m in re.find_iter(s) {
+                    let m = m.map_err(|e| Error::Regex(e.to_string()))?;
+                    if m.end() > m.start() {
+                        out.push((m.start(), m.end()));
+                    }
+                }
+            }
+            Pattern::WhitespaceLookahead(re) => {
+                let tail_group = re.captures_len() - 1;
+                let mut caps = re.capture_locations();
+                let mut at = 0;
+                while at < s.len() {
+                    let Some((start, mut end)) = re
+                        .captures_read_at(&mut caps, s, at)
+                        .map(|m| (m.start(), m.end()))
+                    else {
+                        break;
+                    };
+                    if caps.get(tail_group).is_some() && end < s.len() {
+                        // `\s+(?!\S)`: a run followed by a non-space keeps all but its last char,
+                        // unless that leaves nothing (then plain `\s+` takes the one char).
+                        let last = s[start..end]
+                            .char_indices()
+                            .next_back()
+                            .map_or(0, |(k, _)| k);
+                        if last > 0 {
+                            end = start + last;
+                        }
+                    }
+                    if end == start {
+                        // An empty match: step over one character, as find_iter would.
+                        at = start + s[start..].chars().next().map_or(1, char::len_utf8);
+                        continue;
+                    }
+                    out.push((start, end));
+                    at = end;
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[derive(Debug)]
@@ -224,22 +298,7 @@ impl Stage {
                 behavior,
                 invert,
             } => {
-                let mut matches = Vec::new();
-                match pattern {
-                    Pattern::Literal(lit) if !lit.is_empty() => {
-                        matches
-                            .extend(s.match_indices(lit.as_str()).map(|(k, m)| (k, k + m.len())));
-                    }
-                    Pattern::Literal(_) => {}
-                    Pattern::Regex(re) => {
-                        for m in re.find_iter(s) {
-                            let m = m.map_err(|e| Error::Regex(e.to_string()))?;
-                            if m.end() > m.start() {
-                                matches.push((m.start(), m.end()));
-                            }
-                        }
-                    }
-                }
+                let matches = pattern.matches(s)?;
                 let runs: Vec<_> = cover(s.len(), matches.into_iter())
                     .into_iter()
                     .map(|(a, b, m)| (a, b, m != *invert))
@@ -306,11 +365,7 @@ impl PreTokenizer {
                     let pattern = if let Some(re) =
                         pattern.and_then(|p| p.get("Regex")).and_then(Value::as_str)
                     {
-                        let compiled = fancy_regex::RegexBuilder::new(re)
-                            .backtrack_limit(100_000_000)
-                            .build()
-                            .map_err(|e| Error::Regex(e.to_string()))?;
-                        Pattern::Regex(Box::new(compiled))
+                        Pattern::compile(re)?
                     } else if let Some(lit) = pattern
                         .and_then(|p| p.get("String"))
                         .and_then(Value::as_str)
@@ -410,6 +465,50 @@ mod tests {
         assert_eq!(pieces(" '"), [" '"]);
         assert_eq!(pieces("\t\tx"), ["\t", "\t", "x"]);
         assert!(pieces("").is_empty());
+    }
+
+    #[test]
+    fn lookahead_emulation_equals_the_backtracking_engine() {
+        let o200k = [
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"\p{N}{1,3}",
+            r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+            r"\s*[\r\n]+",
+            r"\s+(?!\S)",
+            r"\s+",
+        ]
+        .join("|");
+        let fast = Pattern::compile(&o200k).unwrap();
+        assert!(matches!(fast, Pattern::WhitespaceLookahead(_)));
+        let slow = Pattern::Regex(Box::new(fancy_regex::Regex::new(&o200k).unwrap()));
+        for text in [
+            "a  b",
+            "x\r\n\r\ny",
+            " \n \n x",
+            "\t\tx",
+            "  ",
+            "Hello  world's\n\n  end  ",
+            "\u{a0}\u{a0}x",
+            "HTTPRequest camelCase",
+            "9\u{661}\u{662}\u{663}",
+            "x'\u{17f}t",
+            "\t(H",
+            "e\u{301}t",
+            "  \u{3000}\u{3000}\u{65e5}\u{672c}",
+            "a\n\n\nb  \n",
+        ] {
+            assert_eq!(
+                fast.matches(text).unwrap(),
+                slow.matches(text).unwrap(),
+                "{text:?}"
+            );
+        }
+        let long = format!("{}x", " ".repeat(500_000));
+        assert_eq!(
+            fast.matches(&long).unwrap(),
+            [(0, 499_999), (499_999, 500_001)]
+        );
     }
 
     #[test]

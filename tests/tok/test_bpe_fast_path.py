@@ -109,3 +109,27 @@ def test_long_inputs_equal_reference():
     fast, ref = ours("gpt2"), ours_reference("gpt2")
     for text in ["a" * 1500, "ab" * 800, " " * 3000 + "x", "日本語" * 300, "\u0301" * 2000]:
         assert fast.encode(text) == ref.encode(text)
+
+
+def test_long_whitespace_runs_with_the_o200k_lookahead_pattern():
+    """o200k's `\\s+(?!\\S)` runs without a backtracking engine, so long runs neither fail nor crawl."""
+    from tests.peers import hf
+
+    tok = ours("gpt-4o-o200k")
+    for text in [" " * 200_000 + "x", "\n" * 100_000 + "x", " \t" * 50_000 + "y", "x  \n  y\t\t z", "  \u00a0x"]:
+        assert tok.encode(text) == hf("gpt-4o-o200k").encode(text).ids
+
+
+def test_lookahead_emulation_equals_the_reference_regex():
+    split = pt.Split(pt_o200k_pattern(), True, "Removed", invert=True)
+    pre = pt.Sequence([split, pt.ByteLevel(add_prefix_space=False, use_regex=False)])
+    spec = json.dumps(pre.to_json())
+    for text in stress_strings(1500, seed=3) + ["a  b", "x\r\n\r\ny", " \n \n x", "\t\tx", "  "]:
+        assert core.pre_tokenize(spec, text) == reference_pieces(pre, text), repr(text)
+
+
+def pt_o200k_pattern() -> str:
+    from tests.peers import tokenizer_path
+
+    doc = json.loads(tokenizer_path("gpt-4o-o200k").read_text(encoding="utf-8"))
+    return doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]

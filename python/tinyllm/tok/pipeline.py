@@ -114,18 +114,28 @@ class PipelineTokenizer(TokenizerBase):
         if self._fast is not None and type(text) is str and not allowed_special and not disallowed_special:
             # The common call, kept thin: the engine cleans surrogates itself (same rule as
             # clean_text) and only the always-matched added tokens can apply.
-            ids = self._fast.encode(text, self._always_list)
+            ids = self._fast_encode(text, self._always_list, SpecialPolicy())
         else:
             text = clean_text(require_str(text, "encode: text"))
             policy = self._policy(allowed_special, disallowed_special)
             raise_if_disallowed(text, policy)
             if self._fast is not None:
-                ids = self._fast.encode(text, list(self._matchable(policy)))
+                ids = self._fast_encode(text, list(self._matchable(policy)), policy)
             else:
                 ids = [t.id for t in self._encode_reference(text, policy)]
         if add_special and self.post_processor is not None:
             ids, _ = self.post_processor.apply(ids)
         return ids
+
+    def _fast_encode(self, text: str, matchable: list[str], policy: SpecialPolicy) -> list[int]:
+        try:
+            return self._fast.encode(text, matchable)
+        except ValueError as e:
+            # A backtracking regex (a Split pattern with lookaround) can exhaust its limits on
+            # pathological input; encoding must not fail on a str, so the reference takes over.
+            if not str(e).startswith("regex:"):
+                raise
+            return [t.id for t in self._encode_reference(clean_text(text), policy)]
 
     def encode_batch(self, texts, add_special: bool = False, *, allowed_special: SpecialSet = (),
                      disallowed_special: SpecialSet = ()) -> list[list[int]]:
@@ -137,7 +147,12 @@ class PipelineTokenizer(TokenizerBase):
         if policy.disallowed:
             for t in texts:
                 raise_if_disallowed(clean_text(t), policy)
-        batch = self._fast.encode_batch(texts, list(self._matchable(policy)))
+        try:
+            batch = self._fast.encode_batch(texts, list(self._matchable(policy)))
+        except ValueError as e:
+            if not str(e).startswith("regex:"):
+                raise
+            batch = [self._fast_encode(t, list(self._matchable(policy)), policy) for t in texts]
         if add_special and self.post_processor is not None:
             batch = [self.post_processor.apply(ids)[0] for ids in batch]
         return batch
