@@ -99,12 +99,6 @@ pub fn class_of(c: char) -> u8 {
     bits
 }
 
-/// Rust's `char::is_numeric` (general categories Nd, Nl, No), as Hugging Face's Digits uses.
-#[inline]
-pub fn is_numeric(c: char) -> bool {
-    c.is_numeric()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

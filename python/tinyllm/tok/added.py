@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tinyllm.tok.specials import leftmost_longest
-
 
 @dataclass(frozen=True)
 class AddedToken:
@@ -36,11 +34,3 @@ class AddedToken:
             "normalized": self.normalized,
             "special": self.special,
         }
-
-
-def find_all(text: str, texts: frozenset[str]) -> list[tuple[int, int]]:
-    """Non-overlapping (start, end) spans of `texts` in `text`, scanning left to right."""
-    pattern = leftmost_longest(texts)
-    if pattern is None:
-        return []
-    return [m.span() for m in pattern.finditer(text)]

@@ -74,6 +74,14 @@ class _Reader:
         return {flag: self.boolean(doc, flag, path, default=True)
                 for flag in ("add_prefix_space", "trim_offsets", "use_regex")}
 
+    def sequence(self, doc: dict, path: str, key: str, parse) -> list:
+        """The stages of a `{"type": "Sequence", key: [...]}` object, each read by `parse`."""
+        self.object(doc, path, ("type", key))
+        items = doc.get(key)
+        if not isinstance(items, list):
+            raise self.error(f"{path}.{key}", f"expected a list, found {_show(items)}")
+        return [parse(item, f"{path}.{key}[{k}]") for k, item in enumerate(items)]
+
     def type_of(self, obj: Any, path: str) -> str:
         if not isinstance(obj, dict):
             raise self.error(path, f"expected an object, found {_show(obj)}")
@@ -90,11 +98,7 @@ class _Reader:
             self.object(doc, path, ("type",))
             return normalizers.SIMPLE[kind]()
         if kind == "Sequence":
-            self.object(doc, path, ("type", "normalizers"))
-            items = doc.get("normalizers")
-            if not isinstance(items, list):
-                raise self.error(f"{path}.normalizers", f"expected a list, found {_show(items)}")
-            return normalizers.Sequence([self.normalizer(n, f"{path}.normalizers[{k}]") for k, n in enumerate(items)])
+            return normalizers.Sequence(self.sequence(doc, path, "normalizers", self.normalizer))
         raise self.unsupported(f"{path}.type", kind)
 
     def pre_tokenizer(self, doc: Any, path: str):
@@ -109,11 +113,7 @@ class _Reader:
         if kind == "Split":
             return self.split(doc, path)
         if kind == "Sequence":
-            self.object(doc, path, ("type", "pretokenizers"))
-            items = doc.get("pretokenizers")
-            if not isinstance(items, list):
-                raise self.error(f"{path}.pretokenizers", f"expected a list, found {_show(items)}")
-            stages = [self.pre_tokenizer(p, f"{path}.pretokenizers[{k}]") for k, p in enumerate(items)]
+            stages = self.sequence(doc, path, "pretokenizers", self.pre_tokenizer)
             for k, stage in enumerate(stages[:-1]):
                 if stage.type == "ByteLevel" or stage.type == "Sequence":
                     raise self.error(f"{path}.pretokenizers[{k}]",

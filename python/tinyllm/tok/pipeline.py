@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from tinyllm.seq.encoded import COORDINATES, EncodedSequence
-from tinyllm.tok.added import AddedToken, find_all
+from tinyllm.tok.added import AddedToken
 from tinyllm.tok.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.bytemap import token_string
-from tinyllm.tok.specials import SpecialPolicy, SpecialSet, raise_if_disallowed
+from tinyllm.tok.specials import SpecialPolicy, SpecialSet, find_all, raise_if_disallowed
 from tinyllm.tok.text import clean_text, require_str
 
 
@@ -36,7 +36,6 @@ class _Span:
 @dataclass(frozen=True)
 class _Token:
     id: int
-    piece: str
     special: bool
     start: int  # raw code points
     end: int
@@ -50,14 +49,13 @@ class PipelineTokenizer(TokenizerBase):
     FILE_NAME = "tokenizer.json"
 
     def __init__(self, model, *, normalizer=None, pre_tokenizer=None, post_processor=None, decoder=None,
-                 added_tokens: Sequence[AddedToken] = (), extra: dict | None = None) -> None:
+                 added_tokens: Sequence[AddedToken] = ()) -> None:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self.post_processor = post_processor
         self.decoder = decoder
         self.added_tokens = tuple(added_tokens)
-        self.extra = dict(extra or {})  # fields kept for saving (truncation, padding)
         self.byte_level = _ends_with_byte_level(pre_tokenizer)
 
         id_to_token = list(model.id_to_token)
@@ -131,9 +129,7 @@ class PipelineTokenizer(TokenizerBase):
         try:
             return self._fast.encode(text, matchable)
         except ValueError as e:
-            # A backtracking regex (a Split pattern with lookaround) can exhaust its limits on
-            # pathological input; encoding must not fail on a str, so the reference takes over.
-            if not str(e).startswith("regex:"):
+            if not _is_regex_failure(e):
                 raise
             return [t.id for t in self._encode_reference(clean_text(text), policy)]
 
@@ -147,12 +143,13 @@ class PipelineTokenizer(TokenizerBase):
         if policy.disallowed:
             for t in texts:
                 raise_if_disallowed(clean_text(t), policy)
+        matchable = list(self._matchable(policy))
         try:
-            batch = self._fast.encode_batch(texts, list(self._matchable(policy)))
+            batch = self._fast.encode_batch(texts, matchable)
         except ValueError as e:
-            if not str(e).startswith("regex:"):
+            if not _is_regex_failure(e):
                 raise
-            batch = [self._fast_encode(t, list(self._matchable(policy)), policy) for t in texts]
+            batch = [self._fast_encode(t, matchable, policy) for t in texts]
         if add_special and self.post_processor is not None:
             batch = [self.post_processor.apply(ids)[0] for ids in batch]
         return batch
@@ -231,17 +228,17 @@ class PipelineTokenizer(TokenizerBase):
         for span in self._split_added(text, policy):
             if span.token_id is not None:
                 s, e = span.align[0][0], span.align[-1][1]
-                out.append(_Token(span.token_id, span.text, span.token_id in self._special_id_set,
+                out.append(_Token(span.token_id, span.token_id in self._special_id_set,
                                   s, e, byte_at[s], byte_at[e]))
                 continue
             pieces = [(span.text, 0, len(span.text))]
             if self.pre_tokenizer is not None:
                 pieces = self.pre_tokenizer.apply(pieces)
             for piece_text, ps, pe in pieces:
-                out.extend(self._encode_piece(text, byte_at, span, piece_text, ps, pe))
+                out.extend(self._encode_piece(byte_at, span, piece_text, ps, pe))
         return out
 
-    def _encode_piece(self, text, byte_at, span: _Span, piece_text: str, ps: int, pe: int) -> list[_Token]:
+    def _encode_piece(self, byte_at, span: _Span, piece_text: str, ps: int, pe: int) -> list[_Token]:
         shift = len(piece_text) - (pe - ps)  # 1 when ByteLevel added a prefix space
         if self.byte_level:
             raw = piece_text.encode("utf-8")
@@ -264,7 +261,7 @@ class PipelineTokenizer(TokenizerBase):
                 be = base + max(ue - shift, 1)
             else:
                 bs, be = byte_at[start], byte_at[end]
-            tokens.append(_Token(token_id, self._id_to_token[token_id], False, start, end, bs, be))
+            tokens.append(_Token(token_id, False, start, end, bs, be))
         return tokens
 
     # -- decoding -----------------------------------------------------------------------------
@@ -297,6 +294,12 @@ class PipelineTokenizer(TokenizerBase):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, specials={len(self._special_ids)})"
+
+
+def _is_regex_failure(e: ValueError) -> bool:
+    """The engine's error when a backtracking regex (a Split pattern with lookaround) exhausts its
+    limits on pathological input. Encoding must not fail on a str, so the reference takes over."""
+    return str(e).startswith("regex:")
 
 
 def _byte_positions(text: str) -> list[int]:

@@ -129,7 +129,7 @@ class ByteLevel(ByteLevelOptions, PreTokenizer):
         if self.add_prefix_space and not text.startswith(" "):
             text = " " + text
         if not self.use_regex:
-            return [(text, 0, len(text))] if text else []
+            return [(text, 0, len(text))]
         return [(m.group(), m.start(), m.end()) for m in _GPT2.finditer(text)]
 
 

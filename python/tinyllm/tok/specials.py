@@ -85,6 +85,14 @@ def raise_if_disallowed(text: str, policy: SpecialPolicy) -> None:
         )
 
 
+def find_all(text: str, texts: frozenset[str]) -> list[tuple[int, int]]:
+    """Non-overlapping (start, end) spans of `texts` in `text`: leftmost, then longest."""
+    pattern = leftmost_longest(texts)
+    if pattern is None:
+        return []
+    return [m.span() for m in pattern.finditer(text)]
+
+
 def split_on_specials(text: str, policy: SpecialPolicy) -> list[tuple[str, bool]]:
     """Split `text` into (segment, is_special) runs under `policy`.
 
@@ -92,16 +100,13 @@ def split_on_specials(text: str, policy: SpecialPolicy) -> list[tuple[str, bool]
     Empty ordinary segments are dropped.
     """
     raise_if_disallowed(text, policy)
-    allowed = leftmost_longest(policy.allowed)
-    if allowed is None:
-        return [(text, False)] if text else []
     parts: list[tuple[str, bool]] = []
     last = 0
-    for m in allowed.finditer(text):
-        if m.start() > last:
-            parts.append((text[last : m.start()], False))
-        parts.append((m.group(), True))
-        last = m.end()
+    for start, end in find_all(text, policy.allowed):
+        if start > last:
+            parts.append((text[last:start], False))
+        parts.append((text[start:end], True))
+        last = end
     if last < len(text):
         parts.append((text[last:], False))
     return parts

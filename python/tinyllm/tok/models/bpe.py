@@ -77,8 +77,6 @@ class BPEModel:
         return [(i, s, e) for i, s, e in symbols]
 
 
-
-
 class BPETokenizer(PipelineTokenizer):
     """A byte-level BPE tokenizer from a tokenizer.json (GPT-2, SmolLM2, o200k, ...).
 
