@@ -2,6 +2,7 @@
 
     python benches/bench_encode.py                       # GPT-2 on en, code and multi
     python benches/bench_encode.py --tokenizer smollm2 --tokenizer gpt-4o-o200k
+    python benches/bench_encode.py --tokenizer bert-base-uncased --tokenizer rut5-base
     python benches/bench_encode.py --worst-case          # scaling on pathological inputs
 
 For each corpus of ../shared/data/corpora (en, code, multi) the text is cut into ~2,000-character
@@ -78,10 +79,22 @@ def load_libraries(name: str) -> dict:
         import tokenizers
 
         tok = tokenizers.Tokenizer.from_file(str(path))
+        tok.no_truncation()  # BERT's file pads and truncates everything to 128 tokens
+        tok.no_padding()
         return (lambda t: tok.encode(t, add_special_tokens=False).ids,
                 lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)])
 
     libs["hf-tokenizers"] = hf_factory
+
+    spiece = SHARED / "tokenizers" / name / "spiece.model"
+    if spiece.is_file():
+        def sentencepiece_factory():
+            import sentencepiece
+
+            sp = sentencepiece.SentencePieceProcessor(model_file=str(spiece))
+            return sp.encode, lambda ts: sp.encode(ts, num_threads=os.cpu_count())
+
+        libs["sentencepiece"] = sentencepiece_factory
 
     if name in TIKTOKEN_FILES:
         def tiktoken_factory():
@@ -342,7 +355,8 @@ def worst_case() -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokenizer", action="append", help="gpt2, smollm2, gpt-4o-o200k (repeatable)")
+    parser.add_argument("--tokenizer", action="append",
+                        help="gpt2, smollm2, gpt-4o-o200k, bert-base-uncased, rut5-base (repeatable)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stress", type=int, default=3000)
     parser.add_argument("--worst-case", action="store_true")

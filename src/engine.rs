@@ -3,12 +3,9 @@
 //! This is the fast path behind `tinyllm.tok.BPETokenizer` for pipelines without a normalizer.
 //! Added tokens are split out first with a leftmost-longest automaton (Hugging Face's rule); the
 //! text between them is pre-tokenized; each piece is encoded by the BPE model, through a word
-//! cache keyed by the exact piece bytes. The cache belongs to the engine and is split into
-//! fixed-size shards picked by thread, each locked once per text rather than once per piece, so
-//! parallel batches do not contend and the memory goes when the engine goes.
+//! cache keyed by the exact piece bytes (`word_cache`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -17,159 +14,8 @@ use rustc_hash::FxHashMap;
 
 use crate::bpe::BpeModel;
 use crate::pretokenize::PreTokenizer;
+use crate::word_cache::ShardedCache;
 use crate::Error;
-
-/// Pieces of at most this many bytes, with at most three ids, go to the short table.
-const SHORT_KEY: usize = 16;
-/// Longer pieces up to this size, with at most [`LONG_IDS`] ids, go to the long table. Longer
-/// ones are not cached: they rarely repeat (a CJK sentence is one GPT-2 piece).
-const LONG_KEY: usize = 32;
-const LONG_IDS: usize = 8;
-/// Slots per shard. The tables are direct-mapped with a fixed size, so a shard never allocates
-/// after its first use, never rehashes and stays within a core's L2 cache: measured with
-/// examples/encode_file, a growing hash map cleared at 128K entries was 1.5x slower on the
-/// multilingual corpus, where most lookups miss and every miss walked cold memory.
-const SHORT_SLOTS: usize = 1 << 14;
-const LONG_SLOTS: usize = 1 << 12;
-const CACHE_SHARDS: usize = 16;
-
-#[derive(Clone, Copy, Default)]
-struct ShortSlot {
-    key: [u64; 2],
-    ids: [u32; 3],
-    /// Number of ids in the low byte, piece length in the next; 0 marks an empty slot (pieces
-    /// are never empty).
-    meta: u32,
-}
-
-#[derive(Clone, Copy)]
-struct LongSlot {
-    key: [u8; LONG_KEY],
-    key_len: u8,
-    n_ids: u8,
-    ids: [u32; LONG_IDS],
-}
-
-const EMPTY_LONG: LongSlot = LongSlot {
-    key: [0; LONG_KEY],
-    key_len: 0,
-    n_ids: 0,
-    ids: [0; LONG_IDS],
-};
-
-/// The bytes of a piece of at most 16 bytes as two words, read without copying through a
-/// stack buffer (whose store-then-load showed up as a quarter of the lookup time). Together
-/// with the length, the words identify the piece: the reads overlap but cover every byte.
-#[inline]
-fn short_key(piece: &[u8]) -> [u64; 2] {
-    let n = piece.len();
-    let word = |at: usize| u64::from_le_bytes(piece[at..at + 8].try_into().unwrap());
-    let half = |at: usize| u32::from_le_bytes(piece[at..at + 4].try_into().unwrap()) as u64;
-    if n >= 8 {
-        [word(0), word(n - 8)]
-    } else if n >= 4 {
-        [half(0) | (half(n - 4) << 32), 0]
-    } else if n > 0 {
-        let (a, b, c) = (piece[0] as u64, piece[n / 2] as u64, piece[n - 1] as u64);
-        [a | (b << 8) | (c << 16), 0]
-    } else {
-        [0, 0]
-    }
-}
-
-const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// A slot index of `bits` bits from a hash: the top bits of a product depend on every input bit.
-#[inline]
-fn slot_index(h: u64, bits: u32) -> usize {
-    (h.wrapping_mul(MULTIPLIER) >> (64 - bits)) as usize
-}
-
-#[inline]
-fn short_index(key: [u64; 2], len: usize) -> usize {
-    let h = key[0] ^ (key[1] ^ len as u64).wrapping_mul(0xA076_1D64_78BD_642F).rotate_left(32);
-    slot_index(h, SHORT_SLOTS.trailing_zeros())
-}
-
-#[inline]
-fn long_index(piece: &[u8]) -> usize {
-    let mut h = piece.len() as u64;
-    for chunk in piece.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(MULTIPLIER).rotate_left(26);
-    }
-    slot_index(h, LONG_SLOTS.trailing_zeros())
-}
-
-/// A direct-mapped word cache: a new piece evicts whatever shared its slot. Results never depend
-/// on what it holds.
-#[derive(Default)]
-struct WordCache {
-    short: Vec<ShortSlot>,
-    long: Vec<LongSlot>,
-}
-
-impl WordCache {
-    fn clear(&mut self) {
-        self.short = Vec::new();
-        self.long = Vec::new();
-    }
-
-    /// Append the cached ids of `piece` to `out`; false on a miss.
-    #[inline]
-    fn extend(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        if piece.len() <= SHORT_KEY {
-            let key = short_key(piece);
-            if let Some(slot) = self.short.get(short_index(key, piece.len())) {
-                if slot.key == key && (slot.meta >> 8) as usize == piece.len() {
-                    out.extend_from_slice(&slot.ids[..(slot.meta & 0xff) as usize]);
-                    return true;
-                }
-            }
-        }
-        if let Some(slot) = self.long.get(long_index(piece)) {
-            if slot.key_len as usize == piece.len() && &slot.key[..piece.len()] == piece {
-                out.extend_from_slice(&slot.ids[..slot.n_ids as usize]);
-                return true;
-            }
-        }
-        false
-    }
-
-    fn insert(&mut self, piece: &[u8], ids: &[u32]) {
-        if piece.len() <= SHORT_KEY && ids.len() <= 3 {
-            if self.short.is_empty() {
-                self.short = vec![ShortSlot::default(); SHORT_SLOTS];
-            }
-            let key = short_key(piece);
-            let slot = &mut self.short[short_index(key, piece.len())];
-            slot.key = key;
-            slot.ids[..ids.len()].copy_from_slice(ids);
-            slot.meta = ids.len() as u32 | (piece.len() as u32) << 8;
-        } else if piece.len() <= LONG_KEY && ids.len() <= LONG_IDS {
-            if self.long.is_empty() {
-                self.long = vec![EMPTY_LONG; LONG_SLOTS];
-            }
-            let slot = &mut self.long[long_index(piece)];
-            slot.key[..piece.len()].copy_from_slice(piece);
-            slot.key_len = piece.len() as u8;
-            slot.ids[..ids.len()].copy_from_slice(ids);
-            slot.n_ids = ids.len() as u8;
-        }
-    }
-}
-
-/// Threads take shards round-robin in the order they first encode, so the first
-/// [`CACHE_SHARDS`] threads (a rayon pool on any ordinary machine) never share one; hashing the
-/// thread id could put both workers of a 2-core pool on one lock.
-fn shard_of_current_thread() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % CACHE_SHARDS;
-    }
-    SHARD.with(|s| *s)
-}
 
 /// Added tokens that may be matched in one call, compiled once and reused.
 pub struct AddedMatcher {
@@ -177,34 +23,38 @@ pub struct AddedMatcher {
     ids: Vec<u32>,
 }
 
-pub struct Engine {
-    cache: Vec<Mutex<WordCache>>,
-    model: BpeModel,
-    pre: PreTokenizer,
-    added: FxHashMap<String, u32>,
+impl AddedMatcher {
+    /// Split `text` around the leftmost-longest added tokens (Hugging Face's rule): `gap` gets
+    /// each stretch of text between them with its byte offset, `token` each matched id.
+    pub fn split(
+        &self,
+        text: &str,
+        gap: &mut dyn FnMut(&str, usize) -> Result<(), Error>,
+        token: &mut dyn FnMut(u32),
+    ) -> Result<(), Error> {
+        let mut last = 0;
+        for found in self.automaton.find_iter(text) {
+            gap(&text[last..found.start()], last)?;
+            token(self.ids[found.pattern().as_usize()]);
+            last = found.end();
+        }
+        gap(&text[last..], last)
+    }
+}
+
+/// The added tokens of a tokenizer and a cache of matchers, one per set of matchable texts
+/// (the set depends on which specials a call allows).
+#[derive(Default)]
+pub struct AddedTokens {
+    ids: FxHashMap<String, u32>,
     matchers: Mutex<HashMap<Vec<String>, Arc<AddedMatcher>>>,
 }
 
-impl Engine {
-    pub fn new(model: BpeModel, pre: PreTokenizer, added: Vec<(String, u32)>) -> Self {
-        Engine {
-            cache: (0..CACHE_SHARDS)
-                .map(|_| Mutex::new(WordCache::default()))
-                .collect(),
-            model,
-            pre,
-            added: added.into_iter().collect(),
+impl AddedTokens {
+    pub fn new(added: Vec<(String, u32)>) -> Self {
+        AddedTokens {
+            ids: added.into_iter().collect(),
             matchers: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Forget every cached word (frees the memory; results never depend on the cache).
-    pub fn clear_cache(&self) {
-        for shard in &self.cache {
-            match shard.lock() {
-                Ok(mut guard) => guard.clear(),
-                Err(poisoned) => poisoned.into_inner().clear(),
-            }
         }
     }
 
@@ -227,7 +77,7 @@ impl Engine {
         for t in &key {
             ids.push(
                 *self
-                    .added
+                    .ids
                     .get(t)
                     .ok_or_else(|| Error::Invalid(format!("{t:?} is not an added token")))?,
             );
@@ -240,27 +90,42 @@ impl Engine {
         cache.insert(key, m.clone());
         Ok(Some(m))
     }
+}
+
+pub struct Engine {
+    cache: ShardedCache,
+    model: BpeModel,
+    pre: PreTokenizer,
+    added: AddedTokens,
+}
+
+impl Engine {
+    pub fn new(model: BpeModel, pre: PreTokenizer, added: Vec<(String, u32)>) -> Self {
+        Engine {
+            cache: ShardedCache::new(),
+            model,
+            pre,
+            added: AddedTokens::new(added),
+        }
+    }
+
+    /// Forget every cached word (frees the memory; results never depend on the cache).
+    pub fn clear_cache(&self) {
+        self.cache.clear();
+    }
+
+    /// The matcher for this set of added-token texts (None when the set is empty).
+    pub fn matcher(&self, texts: &[String]) -> Result<Option<Arc<AddedMatcher>>, Error> {
+        self.added.matcher(texts)
+    }
 
     fn encode_text(&self, text: &str, out: &mut Vec<u32>) -> Result<(), Error> {
         if text.is_empty() {
             return Ok(());
         }
-        // A poisoned shard only means another thread panicked mid-insert; the map is still valid.
-        let mut cache = match self.cache[shard_of_current_thread()].lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut cache = self.cache.for_current_thread();
         self.pre.for_each_piece(text, &mut |piece| {
-            if piece.len() > LONG_KEY {
-                self.model.encode_word(piece, out);
-                return;
-            }
-            if cache.extend(piece, out) {
-                return;
-            }
-            let start = out.len();
-            self.model.encode_word(piece, out);
-            cache.insert(piece, &out[start..]);
+            cache.encode(piece, out, |out| self.model.encode_word(piece, out))
         })
     }
 
@@ -271,14 +136,13 @@ impl Engine {
             self.encode_text(text, &mut out)?;
             return Ok(out);
         };
-        let mut last = 0;
-        for found in m.automaton.find_iter(text) {
-            self.encode_text(&text[last..found.start()], &mut out)?;
-            out.push(m.ids[found.pattern().as_usize()]);
-            last = found.end();
-        }
-        self.encode_text(&text[last..], &mut out)?;
-        Ok(out)
+        let out = std::cell::RefCell::new(out);
+        m.split(
+            text,
+            &mut |gap, _| self.encode_text(gap, &mut out.borrow_mut()),
+            &mut |id| out.borrow_mut().push(id),
+        )?;
+        Ok(out.into_inner())
     }
 
     /// Encode many texts in parallel (rayon); the output order is the input order.
@@ -288,63 +152,5 @@ impl Engine {
         matcher: Option<&AddedMatcher>,
     ) -> Result<Vec<Vec<u32>>, Error> {
         texts.par_iter().map(|t| self.encode(t, matcher)).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every piece of 1..=32 bytes over a tiny alphabet, so that many share prefixes, suffixes
-    /// and the overlapping words of `short_key`.
-    fn pieces() -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut state = 12345u64;
-        for len in 1..=32 {
-            for _ in 0..200 {
-                let piece = (0..len)
-                    .map(|_| {
-                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-                        b"ab\x00\xff"[(state >> 62) as usize]
-                    })
-                    .collect();
-                out.push(piece);
-            }
-        }
-        out.sort();
-        out.dedup();
-        out
-    }
-
-    #[test]
-    fn short_keys_identify_pieces() {
-        let short: Vec<_> = pieces().into_iter().filter(|p| p.len() <= SHORT_KEY).collect();
-        let keys: std::collections::HashSet<_> =
-            short.iter().map(|p| (short_key(p), p.len())).collect();
-        assert_eq!(keys.len(), short.len());
-    }
-
-    #[test]
-    fn cache_returns_only_what_was_stored_for_that_piece() {
-        let all = pieces();
-        let ids_of = |p: &[u8]| -> Vec<u32> {
-            let n = 1 + p.len() % 9; // some too many ids for either table
-            (0..n as u32).map(|k| k * 1000 + p.len() as u32 + p[0] as u32).collect()
-        };
-        let mut cache = WordCache::default();
-        for p in &all {
-            cache.insert(p, &ids_of(p));
-        }
-        let (mut hits, mut out) = (0, Vec::new());
-        for p in &all {
-            out.clear();
-            if cache.extend(p, &mut out) {
-                hits += 1;
-                assert_eq!(out, ids_of(p), "piece {p:?}");
-            } else {
-                assert!(out.is_empty());
-            }
-        }
-        assert!(hits > all.len() / 4, "only {hits} of {} pieces cached", all.len());
     }
 }

@@ -3,13 +3,21 @@
 //! Every module here has a pure-Python reference in `python/tinyllm`; the test suites prove the two
 //! agree. Nothing in this crate panics on input: fallible operations return [`Error`].
 
+pub mod bert_tables;
+pub mod bert_text;
 pub mod bpe;
 pub mod bytemap;
 pub mod engine;
 pub mod error;
+pub mod precompiled;
 pub mod pretokenize;
+pub mod simple_normalizers;
+pub mod text_engine;
 pub mod unicode_class;
+pub mod unigram;
 pub mod utf8;
+pub mod word_cache;
+pub mod wordpiece;
 
 #[cfg(feature = "python")]
 mod py;

@@ -8,8 +8,12 @@ use std::sync::mpsc;
 
 use rayon::prelude::*;
 
+use crate::bert_text::{self, BertNormalizer};
 use crate::bpe::BpeModel;
 use crate::engine::Engine;
+use crate::text_engine::{decode_base64, Model, Normalizer, PreTokenizer as TextPreTokenizer, TextEngine};
+use crate::unigram::UnigramModel;
+use crate::wordpiece::WordPieceModel;
 use crate::pretokenize::PreTokenizer;
 use crate::{bytemap, utf8, Error};
 
@@ -116,13 +120,10 @@ fn pre_tokenize<'py>(
     Ok(pieces)
 }
 
-/// The byte-level BPE fast path (see `tinyllm.tok.models.bpe.BPETokenizer`).
-#[pyclass(name = "BpeEngine", module = "tinyllm._core", frozen)]
-struct PyBpeEngine {
-    inner: Engine,
-    /// One Python int per id, shared by every returned list: building a list of ids then costs
-    /// a reference count per id instead of an int allocation, which was a third of the time of
-    /// a whole `encode` call on multilingual text.
+/// One Python int per id, shared by every returned list: building a list of ids then costs a
+/// reference count per id instead of an int allocation, which was a third of the time of a whole
+/// `encode` call on multilingual text.
+struct IdLists {
     ints: Vec<Py<PyInt>>,
 }
 
@@ -137,8 +138,15 @@ fn prefetch(ptr: *const pyo3::ffi::PyObject) {
     let _ = ptr;
 }
 
-impl PyBpeEngine {
-    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+impl IdLists {
+    fn new(py: Python<'_>, max_id: u32) -> PyResult<Self> {
+        let ints = (0..=max_id)
+            .map(|id| Ok(id.into_pyobject(py)?.unbind()))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(IdLists { ints })
+    }
+
+    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         use pyo3::ffi;
         // SAFETY: the list is created with `ids.len()` empty slots and each slot is set once,
         // with a new reference, before the list is handed to Python.
@@ -164,6 +172,76 @@ impl PyBpeEngine {
             Ok(list)
         }
     }
+
+    /// `encode` of one text with the GIL released, as a list.
+    fn encode_one<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'_, PyString>,
+        encode: impl Fn(&str) -> Result<Vec<u32>, Error> + Send + Sync,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let text = text_as_utf8(text)?;
+        let text: &str = &text;
+        let ids = py.detach(|| encode(text))?;
+        self.list(py, &ids)
+    }
+
+    /// `encode` over many texts in parallel with the GIL released, as a list of lists.
+    ///
+    /// Building the Python lists needs the GIL and is a fair share of the work, so it overlaps
+    /// the encoding: a helper thread drives the rayon pool and hands each finished text over,
+    /// while this thread turns the ids into lists as they arrive.
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'_, PyString>>,
+        encode: impl Fn(&str) -> Result<Vec<u32>, Error> + Send + Sync,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let owned = texts
+            .iter()
+            .map(text_as_utf8)
+            .collect::<PyResult<Vec<_>>>()?;
+        let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+        let mut lists: Vec<Option<Bound<'py, PyList>>> = (0..views.len()).map(|_| None).collect();
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Vec<u32>, Error>)>();
+        let encode = &encode;
+        std::thread::scope(|scope| -> PyResult<()> {
+            let views = &views;
+            scope.spawn(move || {
+                views.par_iter().enumerate().for_each_with(tx, |tx, (k, text)| {
+                    // A send fails only once the receiver is gone, after an error: nothing to do.
+                    let _ = tx.send((k, encode(text)));
+                });
+            });
+            for _ in 0..views.len() {
+                let (k, ids) = match rx.try_recv() {
+                    Ok(done) => done,
+                    Err(_) => {
+                        let (back, got) = py.detach(move || {
+                            let got = rx.recv();
+                            (rx, got)
+                        });
+                        rx = back;
+                        got.map_err(|_| PyValueError::new_err("encode_batch: a worker stopped"))?
+                    }
+                };
+                lists[k] = Some(self.list(py, &ids?)?);
+            }
+            Ok(())
+        })?;
+        PyList::new(py, lists.into_iter().flatten())
+    }
+}
+
+fn parse_json(source: &str, what: &str) -> PyResult<serde_json::Value> {
+    serde_json::from_str(source).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+/// The byte-level BPE fast path (see `tinyllm.tok.models.bpe.BPETokenizer`).
+#[pyclass(name = "BpeEngine", module = "tinyllm._core", frozen)]
+struct PyBpeEngine {
+    inner: Engine,
+    lists: IdLists,
 }
 
 #[pymethods]
@@ -179,9 +257,7 @@ impl PyBpeEngine {
         added: Vec<(String, u32)>,
         pre_tokenizer_json: &str,
     ) -> PyResult<Self> {
-        let spec: serde_json::Value = serde_json::from_str(pre_tokenizer_json)
-            .map_err(|e| PyValueError::new_err(format!("pre_tokenizer_json: {e}")))?;
-        let pre = PreTokenizer::from_json(&spec)?;
+        let pre = PreTokenizer::from_json(&parse_json(pre_tokenizer_json, "pre_tokenizer_json")?)?;
         let max_id = byte_ids
             .iter()
             .flatten()
@@ -192,13 +268,10 @@ impl PyBpeEngine {
             .chain(added.iter().map(|a| a.1))
             .max()
             .unwrap_or(0);
-        let ints = (0..=max_id)
-            .map(|id| Ok(id.into_pyobject(py)?.unbind()))
-            .collect::<PyResult<Vec<_>>>()?;
         let model = BpeModel::new(&byte_ids, &merges, whole_words, unk)?;
         Ok(PyBpeEngine {
             inner: Engine::new(model, pre, added),
-            ints,
+            lists: IdLists::new(py, max_id)?,
         })
     }
 
@@ -210,17 +283,10 @@ impl PyBpeEngine {
         matchable: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        let text = text_as_utf8(text)?;
-        let text: &str = &text;
-        let ids = py.detach(|| self.inner.encode(text, matcher.as_deref()))?;
-        self.id_list(py, &ids)
+        self.lists.encode_one(py, text, |t| self.inner.encode(t, matcher.as_deref()))
     }
 
     /// Ids of many texts, encoded in parallel with the GIL released.
-    ///
-    /// Building the Python lists needs the GIL and is a fair share of the work, so it overlaps
-    /// the encoding: a helper thread drives the rayon pool and hands each finished text over,
-    /// while this thread turns the ids into lists as they arrive.
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
@@ -228,40 +294,151 @@ impl PyBpeEngine {
         matchable: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        let owned = texts
-            .iter()
-            .map(text_as_utf8)
-            .collect::<PyResult<Vec<_>>>()?;
-        let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
-        let mut lists: Vec<Option<Bound<'py, PyList>>> = (0..views.len()).map(|_| None).collect();
-        let (inner, matcher) = (&self.inner, matcher.as_deref());
-        let (tx, mut rx) = mpsc::channel::<(usize, Result<Vec<u32>, Error>)>();
-        std::thread::scope(|scope| -> PyResult<()> {
-            let views = &views;
-            scope.spawn(move || {
-                views.par_iter().enumerate().for_each_with(tx, |tx, (k, text)| {
-                    // A send fails only once the receiver is gone, after an error: nothing to do.
-                    let _ = tx.send((k, inner.encode(text, matcher)));
-                });
-            });
-            for _ in 0..views.len() {
-                let (k, ids) = match rx.try_recv() {
-                    Ok(done) => done,
-                    Err(_) => {
-                        let (back, got) = py.detach(move || {
-                            let got = rx.recv();
-                            (rx, got)
-                        });
-                        rx = back;
-                        got.map_err(|_| PyValueError::new_err("encode_batch: a worker stopped"))?
-                    }
-                };
-                lists[k] = Some(self.id_list(py, &ids?)?);
-            }
-            Ok(())
-        })?;
-        PyList::new(py, lists.into_iter().flatten())
+        self.lists.encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
     }
+
+    /// Forget the cached words (results never depend on the cache).
+    fn clear_cache(&self) {
+        self.inner.clear_cache();
+    }
+}
+
+/// The WordPiece / Unigram fast path (see `tinyllm.tok.text_engine`).
+#[pyclass(name = "TextEngine", module = "tinyllm._core", frozen)]
+struct PyTextEngine {
+    inner: TextEngine,
+    lists: IdLists,
+}
+
+#[pymethods]
+impl PyTextEngine {
+    /// `model_type` is "WordPiece" (spec: vocab, unk_id, prefix, max_input_chars_per_word) or
+    /// "Unigram" (spec: pieces, unk_id); the stages are their tokenizer.json objects.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        model_type: &str,
+        model_json: &str,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let spec = parse_json(model_json, "model_json")?;
+        let (model, max_id) = text_model(model_type, &spec)?;
+        let normalizer = match parse_json(normalizer_json, "normalizer_json")? {
+            serde_json::Value::Null => None,
+            doc => Some(Normalizer::from_json(&doc, &decode_base64)?),
+        };
+        let pre = match parse_json(pre_tokenizer_json, "pre_tokenizer_json")? {
+            serde_json::Value::Null => None,
+            doc => Some(TextPreTokenizer::from_json(&doc)?),
+        };
+        let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
+        Ok(PyTextEngine {
+            inner: TextEngine::new(normalizer, pre, model, added),
+            lists: IdLists::new(py, max_id)?,
+        })
+    }
+
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'_, PyString>,
+        matchable: Vec<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        self.lists.encode_one(py, text, |t| self.inner.encode(t, matcher.as_deref()))
+    }
+
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'_, PyString>>,
+        matchable: Vec<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        self.lists.encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
+    }
+
+    /// Forget the cached words (results never depend on the cache).
+    fn clear_cache(&self) {
+        self.inner.clear_cache();
+    }
+}
+
+fn bad_spec(what: &str) -> PyErr {
+    PyValueError::new_err(format!("model_json: {what}"))
+}
+
+/// The model of a TextEngine and its largest id.
+fn text_model(model_type: &str, spec: &serde_json::Value) -> PyResult<(Model, u32)> {
+    let unk = spec.get("unk_id").and_then(|v| v.as_u64()).map(|v| v as u32);
+    match model_type {
+        "WordPiece" => {
+            let vocab: Vec<(String, u32)> = spec["vocab"]
+                .as_object()
+                .ok_or_else(|| bad_spec("vocab is not an object"))?
+                .iter()
+                .map(|(t, id)| Ok((t.clone(), id.as_u64().ok_or_else(|| bad_spec("id"))? as u32)))
+                .collect::<PyResult<_>>()?;
+            let max_id = vocab.iter().map(|v| v.1).max().unwrap_or(0);
+            let prefix = spec["prefix"].as_str().ok_or_else(|| bad_spec("prefix"))?;
+            let max_chars = spec["max_input_chars_per_word"]
+                .as_u64()
+                .ok_or_else(|| bad_spec("max_input_chars_per_word"))?;
+            let unk = unk.ok_or_else(|| bad_spec("unk_id"))?;
+            let model = WordPieceModel::new(&vocab, unk, prefix, max_chars as usize)?;
+            Ok((Model::WordPiece(model), max_id))
+        }
+        "Unigram" => {
+            let pieces: Vec<(String, f64)> = spec["pieces"]
+                .as_array()
+                .ok_or_else(|| bad_spec("pieces is not a list"))?
+                .iter()
+                .map(|p| {
+                    Ok((
+                        p[0].as_str().ok_or_else(|| bad_spec("piece"))?.to_string(),
+                        p[1].as_f64().ok_or_else(|| bad_spec("score"))?,
+                    ))
+                })
+                .collect::<PyResult<_>>()?;
+            let max_id = pieces.len().saturating_sub(1) as u32;
+            Ok((Model::Unigram(UnigramModel::new(&pieces, unk)?), max_id))
+        }
+        other => Err(bad_spec(&format!("unknown model type {other:?}"))),
+    }
+}
+
+/// Hugging Face's BertNormalizer (for testing the fast path against the reference).
+#[pyfunction]
+#[pyo3(signature = (text, clean_text=true, handle_chinese_chars=true, strip_accents=None, lowercase=true))]
+fn bert_normalize(
+    text: &Bound<'_, PyString>,
+    clean_text: bool,
+    handle_chinese_chars: bool,
+    strip_accents: Option<bool>,
+    lowercase: bool,
+) -> PyResult<String> {
+    let normalizer = BertNormalizer::new(clean_text, handle_chinese_chars, strip_accents, lowercase);
+    let mut out = String::new();
+    normalizer.normalize(&text_as_utf8(text)?, &mut out);
+    Ok(out)
+}
+
+/// The pieces of Hugging Face's BertPreTokenizer.
+#[pyfunction]
+fn bert_pre_tokenize(text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
+    let mut pieces = Vec::new();
+    bert_text::bert_pre_tokenize(&text_as_utf8(text)?, &mut |p| pieces.push(p.to_string()));
+    Ok(pieces)
+}
+
+/// The pieces of Hugging Face's WhitespaceSplit.
+#[pyfunction]
+fn whitespace_split(text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
+    let mut pieces = Vec::new();
+    bert_text::whitespace_split(&text_as_utf8(text)?, &mut |p| pieces.push(p.to_string()));
+    Ok(pieces)
 }
 
 #[pymodule]
@@ -272,7 +449,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(clean_text, m)?)?;
     m.add_function(wrap_pyfunction!(pre_tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(bert_normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(bert_pre_tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(whitespace_split, m)?)?;
     m.add_class::<PyUtf8Decoder>()?;
     m.add_class::<PyBpeEngine>()?;
+    m.add_class::<PyTextEngine>()?;
     Ok(())
 }

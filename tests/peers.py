@@ -18,9 +18,9 @@ GPT2_TIKTOKEN_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p
 
 def tokenizer_path(name: str) -> Path:
     """The tokenizer.json of a preset (shipped) or of a shared-data tokenizer (skip if absent)."""
-    shipped = PRESETS / name / "tokenizer.json"
-    if shipped.is_file():
-        return shipped
+    for local in (PRESETS / name / "tokenizer.json", FIXTURES / name / "tokenizer.json"):
+        if local.is_file():
+            return local
     path = SHARED / "tokenizers" / name / "tokenizer.json"
     if not path.is_file():
         pytest.skip(f"{path} is not available (../shared/data is missing)")
@@ -31,6 +31,17 @@ def tokenizer_path(name: str) -> Path:
 def hf(name: str):
     tokenizers = pytest.importorskip("tokenizers")
     return tokenizers.Tokenizer.from_file(str(tokenizer_path(name)))
+
+
+@functools.lru_cache(maxsize=None)
+def hf_plain(name: str):
+    """The Hugging Face tokenizer without the truncation and padding some files have baked in
+    (BERT's pads everything to 128), which tinyllm ignores."""
+    tok = hf(name)
+    tok = type(tok).from_str(tok.to_str())
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
 
 
 @functools.lru_cache(maxsize=None)

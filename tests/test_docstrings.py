@@ -23,6 +23,12 @@ MODULES = [
     "tinyllm.tok.pre_tokenizers",
     "tinyllm.tok.processors",
     "tinyllm.tok.stress",
+    "tinyllm.tok.bert_text",
+    "tinyllm.tok.models.wordpiece",
+    "tinyllm.tok.models.unigram",
+    "tinyllm.tok.precompiled",
+    "tinyllm.tok.unigram_tokenizer",
+    "tinyllm.seq.encoded",
 ]
 
 

@@ -1,10 +1,14 @@
 """Normalize text while remembering where each output character came from.
 
-`normalize_with_alignment(normalizer, text)` returns the normalized text and, for each of its
-characters, the `(start, end)` span of source characters it came from. The text is cut into
-chunks that normalize independently (a chunk grows while appending the next character changes how
-the chunk normalizes, e.g. a combining accent or a Hangul vowel after its consonant); every output
-character of a chunk maps to the chunk's whole span.
+`normalize_with_alignment(normalizer, text)` returns exactly `normalizer.normalize(text)` and, for
+each of its characters, the `(start, end)` span of source characters it came from.
+
+A `Sequence` is aligned stage by stage and the spans are composed. Within one stage the text is cut
+into chunks that normalize independently (a chunk grows while appending the next character changes
+how the chunk normalizes, e.g. a combining accent, a Hangul vowel after its consonant, or a second
+space that a `Replace(" {2,}", " ")` folds); every output character of a chunk maps to the chunk's
+whole span. Should the chunks not reproduce the stage's output (an interaction that skips a
+character), the whole text is one chunk: the spans get coarser, the text never wrong.
 
 >>> from tinyllm.tok.normalizers import NFC
 >>> normalize_with_alignment(NFC(), "e\\u0301x")
@@ -12,6 +16,8 @@ character of a chunk maps to the chunk's whole span.
 """
 
 from __future__ import annotations
+
+Span = tuple[int, int]
 
 
 def _chunks(normalize, text: str) -> list[tuple[int, int, str]]:
@@ -27,12 +33,26 @@ def _chunks(normalize, text: str) -> list[tuple[int, int, str]]:
     return chunks
 
 
-def normalize_with_alignment(normalizer, text: str) -> tuple[str, list[tuple[int, int]]]:
-    if normalizer is None:
-        return text, [(i, i + 1) for i in range(len(text))]
+def _align_stage(normalize, text: str) -> tuple[str, list[Span]]:
+    """One stage: its output and, per output character, a span of `text`."""
+    expected = normalize(text)
     out: list[str] = []
-    align: list[tuple[int, int]] = []
-    for start, end, normalized in _chunks(normalizer.normalize, text):
+    align: list[Span] = []
+    for start, end, normalized in _chunks(normalize, text):
         out.append(normalized)
         align.extend([(start, end)] * len(normalized))
-    return "".join(out), align
+    if "".join(out) != expected:
+        return expected, [(0, len(text))] * len(expected)
+    return expected, align
+
+
+def normalize_with_alignment(normalizer, text: str) -> tuple[str, list[Span]]:
+    align: list[Span] = [(i, i + 1) for i in range(len(text))]
+    if normalizer is None:
+        return text, align
+    stages = getattr(normalizer, "normalizers", None)
+    for stage in stages if stages is not None else (normalizer,):
+        text, inner = _align_stage(stage.normalize, text)
+        # Compose: a span of the stage's input becomes the raw span its characters came from.
+        align = [(align[s][0], align[e - 1][1]) for s, e in inner]
+    return text, align

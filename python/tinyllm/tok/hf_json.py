@@ -7,10 +7,12 @@ would give different ids than Hugging Face:
     tokenizer.json: model.byte_fallback: true is not supported
     tokenizer.json: model.merges[1207]: 'Ġth e' uses 'Ġth', which is not in model.vocab
 
-Accepted: normalizers null, NFC, NFKC, Lowercase, Sequence; pre-tokenizers ByteLevel, Digits,
-Split (String or Regex pattern, any behaviour, invert) and Sequence; the BPE model (with or without
-"type", merges as "a b" strings or [a, b] pairs); post-processors null, ByteLevel,
-TemplateProcessing; decoders null and ByteLevel. `truncation` and `padding` are ignored.
+Accepted: normalizers null, NFC, NFKC, Lowercase, BertNormalizer, Precompiled, Replace, Strip,
+Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex pattern, any behaviour, invert),
+BertPreTokenizer, WhitespaceSplit, Metaspace and Sequence; the models BPE (with or without "type",
+merges as "a b" strings or [a, b] pairs), WordPiece and Unigram; post-processors null, ByteLevel,
+TemplateProcessing (single and pair); decoders null, ByteLevel, WordPiece and Metaspace.
+`truncation` and `padding` are ignored.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ TOP_LEVEL = ("version", "truncation", "padding", "added_tokens", "normalizer", "
 ADDED_TOKEN_KEYS = ("id", "content", "single_word", "lstrip", "rstrip", "normalized", "special")
 BPE_KEYS = ("type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
             "byte_fallback", "ignore_merges", "vocab", "merges")
+WORDPIECE_KEYS = ("type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab")
+UNIGRAM_KEYS = ("type", "unk_id", "vocab", "byte_fallback")
+METASPACE_KEYS = ("type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep")
 
 
 def _show(value: Any) -> str:
@@ -99,6 +104,42 @@ class _Reader:
             return normalizers.SIMPLE[kind]()
         if kind == "Sequence":
             return normalizers.Sequence(self.sequence(doc, path, "normalizers", self.normalizer))
+        if kind == "BertNormalizer":
+            from tinyllm.tok.bert_text import BertNormalizer
+
+            self.object(doc, path, ("type", "clean_text", "handle_chinese_chars", "strip_accents", "lowercase"))
+            strip = doc.get("strip_accents")
+            if strip is not None and not isinstance(strip, bool):
+                raise self.error(f"{path}.strip_accents", f"expected true, false or null, found {_show(strip)}")
+            return BertNormalizer(clean_text=self.boolean(doc, "clean_text", path, default=True),
+                                  handle_chinese_chars=self.boolean(doc, "handle_chinese_chars", path, default=True),
+                                  strip_accents=strip,
+                                  lowercase=self.boolean(doc, "lowercase", path, default=True))
+        if kind == "Precompiled":
+            from tinyllm.tok.precompiled import Precompiled
+
+            self.object(doc, path, ("type", "precompiled_charsmap"))
+            charsmap = doc.get("precompiled_charsmap")
+            if not isinstance(charsmap, str):
+                raise self.error(f"{path}.precompiled_charsmap", f"expected a base64 string, found {_show(charsmap)}")
+            try:
+                return Precompiled.from_base64(charsmap)
+            except ValueError as e:
+                raise self.error(f"{path}.precompiled_charsmap", str(e)) from None
+        if kind == "Replace":
+            self.object(doc, path, ("type", "pattern", "content"))
+            kind_, text = self.pattern(doc, path)
+            content = doc.get("content")
+            if not isinstance(content, str):
+                raise self.error(f"{path}.content", f"expected a string, found {_show(content)}")
+            try:
+                return normalizers.Replace(text, kind_ == "Regex", content)
+            except Exception as e:  # regex compile errors
+                raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+        if kind == "Strip":
+            self.object(doc, path, ("type", "strip_left", "strip_right"))
+            return normalizers.Strip(self.boolean(doc, "strip_left", path, default=True),
+                                     self.boolean(doc, "strip_right", path, default=True))
         raise self.unsupported(f"{path}.type", kind)
 
     def pre_tokenizer(self, doc: Any, path: str):
@@ -112,6 +153,13 @@ class _Reader:
             return pre_tokenizers.Digits(self.boolean(doc, "individual_digits", path, default=False))
         if kind == "Split":
             return self.split(doc, path)
+        if kind in ("BertPreTokenizer", "WhitespaceSplit"):
+            from tinyllm.tok import bert_text
+
+            self.object(doc, path, ("type",))
+            return getattr(bert_text, kind)()
+        if kind == "Metaspace":
+            return pre_tokenizers.Metaspace(**self.metaspace(doc, path))
         if kind == "Sequence":
             stages = self.sequence(doc, path, "pretokenizers", self.pre_tokenizer)
             for k, stage in enumerate(stages[:-1]):
@@ -121,14 +169,38 @@ class _Reader:
             return pre_tokenizers.Sequence(stages)
         raise self.unsupported(f"{path}.type", kind)
 
-    def split(self, doc: dict, path: str):
-        self.object(doc, path, ("type", "pattern", "behavior", "invert"))
+    def pattern(self, doc: dict, path: str) -> tuple[str, str]:
+        """("Regex" or "String", text) of a `{"pattern": {"Regex": ...}}` field."""
         pattern = doc.get("pattern")
         if not isinstance(pattern, dict) or len(pattern) != 1 or next(iter(pattern)) not in ("Regex", "String"):
             raise self.error(f"{path}.pattern", f"expected {{\"Regex\": ...}} or {{\"String\": ...}}, found {_show(pattern)}")
         (kind, text), = pattern.items()
         if not isinstance(text, str):
             raise self.error(f"{path}.pattern.{kind}", f"expected a string, found {_show(text)}")
+        return kind, text
+
+    def metaspace(self, doc: dict, path: str) -> dict:
+        """Metaspace's fields, for the pre-tokenizer and the decoder; old files say
+        `add_prefix_space` instead of `prepend_scheme` (Hugging Face's reading of both)."""
+        from tinyllm.tok.decoders import PREPEND_SCHEMES
+
+        self.object(doc, path, METASPACE_KEYS)
+        replacement = doc.get("replacement")
+        if not isinstance(replacement, str) or len(replacement) != 1:
+            raise self.error(f"{path}.replacement", f"expected one character, found {_show(replacement)}")
+        scheme = doc.get("prepend_scheme", "always")
+        if scheme not in PREPEND_SCHEMES:
+            raise self.error(f"{path}.prepend_scheme", f"found {_show(scheme)}, expected one of {', '.join(PREPEND_SCHEMES)}")
+        if "add_prefix_space" in doc and not self.boolean(doc, "add_prefix_space", path):
+            if scheme != "never":
+                raise self.error(f"{path}.add_prefix_space",
+                                 f"false contradicts prepend_scheme {_show(scheme)} (false means \"never\")")
+        return {"replacement": replacement, "prepend_scheme": scheme,
+                "split": self.boolean(doc, "split", path, default=True)}
+
+    def split(self, doc: dict, path: str):
+        self.object(doc, path, ("type", "pattern", "behavior", "invert"))
+        kind, text = self.pattern(doc, path)
         behavior = doc.get("behavior")
         if behavior not in pre_tokenizers.BEHAVIORS:
             raise self.error(f"{path}.behavior", f"found {_show(behavior)}, expected one of {', '.join(pre_tokenizers.BEHAVIORS)}")
@@ -157,6 +229,14 @@ class _Reader:
         kind = self.type_of(doc, path)
         if kind == "ByteLevel":
             return decoders.ByteLevel(**self.byte_level(doc, path))
+        if kind == "WordPiece":
+            self.object(doc, path, ("type", "prefix", "cleanup"))
+            prefix = doc.get("prefix", "##")
+            if not isinstance(prefix, str):
+                raise self.error(f"{path}.prefix", f"expected a string, found {_show(prefix)}")
+            return decoders.WordPiece(prefix, self.boolean(doc, "cleanup", path, default=True))
+        if kind == "Metaspace":
+            return decoders.Metaspace(**self.metaspace(doc, path))
         raise self.unsupported(f"{path}.type", kind)
 
     def added_tokens(self, doc: Any) -> list[AddedToken]:
@@ -195,16 +275,7 @@ class _Reader:
         unk = doc.get("unk_token")
         if unk is not None and not isinstance(unk, str):
             raise self.error(f"{path}.unk_token", f"expected a string or null, found {_show(unk)}")
-        vocab = doc.get("vocab")
-        if not isinstance(vocab, dict):
-            raise self.error(f"{path}.vocab", f"expected an object mapping tokens to ids, found {_show(vocab)}")
-        owner: dict[int, str] = {}
-        for token, i in vocab.items():
-            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-                raise self.error(f"{path}.vocab[{_show(token)}]", f"expected a non-negative integer id, found {_show(i)}")
-            if i in owner:
-                raise self.error(f"{path}.vocab[{_show(token)}]", f"id {i} is already the id of {_show(owner[i])}")
-            owner[i] = token
+        vocab = self.vocab_ids(doc, path)
         merges = doc.get("merges")
         if not isinstance(merges, list):
             raise self.error(f"{path}.merges", f"expected a list, found {_show(merges)}")
@@ -230,15 +301,71 @@ class _Reader:
         kind = doc.get("type")
         if kind == "BPE" or (kind is None and "merges" in doc):
             return self.bpe(doc, "model")
+        if kind == "WordPiece" or (kind is None and "max_input_chars_per_word" in doc):
+            return self.wordpiece(doc, "model")
+        if kind == "Unigram":
+            return self.unigram(doc, "model")
         if kind is None:
-            raise self.error("model.type", "missing, and the model has no merges to infer BPE from")
+            raise self.error("model.type", "missing, and the model has neither merges (BPE) nor "
+                                           "max_input_chars_per_word (WordPiece) to infer it from")
         raise self.unsupported("model.type", kind)
+
+    def vocab_ids(self, doc: dict, path: str) -> dict:
+        """A `{token: id}` vocabulary with distinct non-negative ids."""
+        vocab = doc.get("vocab")
+        if not isinstance(vocab, dict):
+            raise self.error(f"{path}.vocab", f"expected an object mapping tokens to ids, found {_show(vocab)}")
+        owner: dict[int, str] = {}
+        for token, i in vocab.items():
+            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+                raise self.error(f"{path}.vocab[{_show(token)}]", f"expected a non-negative integer id, found {_show(i)}")
+            if i in owner:
+                raise self.error(f"{path}.vocab[{_show(token)}]", f"id {i} is already the id of {_show(owner[i])}")
+            owner[i] = token
+        return vocab
+
+    def wordpiece(self, doc: dict, path: str):
+        from tinyllm.tok.models.wordpiece import WordPieceModel
+
+        self.object(doc, path, WORDPIECE_KEYS)
+        vocab = self.vocab_ids(doc, path)
+        fields = {}
+        for key, default in (("unk_token", "[UNK]"), ("continuing_subword_prefix", "##")):
+            value = doc.get(key, default)
+            if not isinstance(value, str):
+                raise self.error(f"{path}.{key}", f"expected a string, found {_show(value)}")
+            fields[key] = value
+        try:
+            return WordPieceModel(vocab, max_input_chars_per_word=doc.get("max_input_chars_per_word", 100),
+                                  where=path, **fields)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
+
+    def unigram(self, doc: dict, path: str):
+        from tinyllm.tok.models.unigram import UnigramModel
+
+        self.object(doc, path, UNIGRAM_KEYS)
+        self.boolean(doc, "byte_fallback", path, default=False, must_be=False)
+        vocab = doc.get("vocab")
+        if not isinstance(vocab, list):
+            raise self.error(f"{path}.vocab", f"expected a list of [piece, score] pairs, found {_show(vocab)}")
+        pieces = []
+        for k, item in enumerate(vocab):
+            if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                    or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)):
+                raise self.error(f"{path}.vocab[{k}]", f"expected [piece, score], found {_show(item)}")
+            pieces.append((item[0], float(item[1])))
+        unk_id = doc.get("unk_id")
+        if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
+            raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
+        try:
+            return UnigramModel(pieces, unk_id)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
 
 
 def tokenizer_from_document(doc: Any, source: str = "tokenizer.json"):
     """Build a tokenizer from a parsed tokenizer.json document."""
-    from tinyllm.tok.models.bpe import BPETokenizer
-
     r = _Reader(source)
     r.object(doc, "", TOP_LEVEL)
     if doc.get("version", "1.0") != "1.0":
@@ -256,7 +383,7 @@ def tokenizer_from_document(doc: Any, source: str = "tokenizer.json"):
         if holder is not None and holder != token.content:
             raise r.error(f"added_tokens[{k}].id",
                           f"{token.id} is already model.vocab[{_show(holder)}]; expected a free id or the same content")
-    return BPETokenizer(
+    return tokenizer_class(model.type)(
         model,
         normalizer=r.normalizer(doc.get("normalizer"), "normalizer"),
         pre_tokenizer=r.pre_tokenizer(doc.get("pre_tokenizer"), "pre_tokenizer"),
@@ -264,6 +391,17 @@ def tokenizer_from_document(doc: Any, source: str = "tokenizer.json"):
         decoder=r.decoder(doc.get("decoder"), "decoder"),
         added_tokens=added,
     )
+
+
+def tokenizer_class(model_type: str):
+    """The tokenizer class for a model type ("BPE", "WordPiece", "Unigram")."""
+    if model_type == "BPE":
+        from tinyllm.tok.models.bpe import BPETokenizer as cls
+    elif model_type == "WordPiece":
+        from tinyllm.tok.models.wordpiece import WordPieceTokenizer as cls
+    else:
+        from tinyllm.tok.unigram_tokenizer import UnigramTokenizer as cls
+    return cls
 
 
 def read_tokenizer_json(path: str | os.PathLike):
@@ -282,7 +420,7 @@ def to_document(tokenizer) -> dict:
         "pre_tokenizer": tokenizer.pre_tokenizer.to_json() if tokenizer.pre_tokenizer else None,
         "post_processor": tokenizer.post_processor.to_json() if tokenizer.post_processor else None,
         "decoder": tokenizer.decoder.to_json() if tokenizer.decoder else None,
-        "model": {
+        "model": model.to_json() if model.type != "BPE" else {
             "type": "BPE",
             "dropout": None,
             "unk_token": model.unk_token,

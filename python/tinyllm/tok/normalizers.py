@@ -6,12 +6,16 @@ one code point at a time, as Hugging Face does, so there is no final-sigma rule:
 
 >>> Sequence([NFKC(), Lowercase()]).normalize("Ｆｉｌｅ")
 'file'
+>>> Sequence([Replace(" {2,}", True, " "), Strip(left=True, right=True)]).normalize("  a   b ")
+'a b'
 """
 
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import regex
 
 
 class Normalizer:
@@ -63,6 +67,173 @@ class Sequence(Normalizer):
 
     def to_json(self) -> dict:
         return {"type": "Sequence", "normalizers": [n.to_json() for n in self.normalizers]}
+
+
+# Rust's `char::is_whitespace` (the Unicode White_Space property), which Hugging Face's Strip uses.
+# Python's `str.isspace` is not it: it also accepts U+001C..U+001F.
+WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+@dataclass(frozen=True)
+class Strip(Normalizer):
+    """Remove White_Space characters at the left and/or right end.
+
+    >>> Strip(left=True, right=False).normalize("\\u3000 a \\u3000") == "a \\u3000"
+    True
+    >>> Strip(left=True, right=True).normalize("\\x1c a")  # U+001C is not White_Space
+    '\\x1c a'
+    """
+
+    left: bool = True
+    right: bool = True
+    type = "Strip"
+
+    def normalize(self, text: str) -> str:
+        if self.left:
+            text = text.lstrip(WHITE_SPACE)
+        if self.right:
+            text = text.rstrip(WHITE_SPACE)
+        return text
+
+    def to_json(self) -> dict:
+        return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}
+
+
+@dataclass(frozen=True)
+class Replace(Normalizer):
+    """Replace every match of `pattern` (a literal string, or a regex when `is_regex`) with `content`.
+
+    Matches are found left to right without overlap, as Hugging Face's Oniguruma iteration does:
+    an empty match right where the previous match ended is skipped, and an empty text is left
+    alone. `content` is inserted literally (no group references).
+
+    >>> Replace(" {2,}", True, " ").normalize("a  b     c")
+    'a b c'
+    >>> Replace("x*", True, "-").normalize("abxd")  # Python's regex.sub gives '-a-b--d-'
+    '-a-b-d-'
+    >>> Replace("", False, "-").normalize("ab")
+    '-a-b-'
+
+    Hugging Face compiles regexes with Oniguruma's Ruby syntax; we compile them with the `regex`
+    module in MULTILINE mode, because in Ruby `^` and `$` always match at line breaks (and `^` is
+    rewritten so that, as in Ruby, it does not match after a final newline). Constructs whose
+    meaning differs between the two are rejected rather than silently misread: `\\h`, `\\H` (hex
+    digits in Ruby), `\\Z`, and the inline flag `m` (dot-all in Ruby). Other rarely used
+    Oniguruma-only syntax may still differ.
+
+    >>> Replace("(?m)a.b", True, "")
+    Traceback (most recent call last):
+    ...
+    ValueError: Replace: pattern '(?m)a.b': the inline flag 'm' means dot-all in Oniguruma (Hugging Face) but multi-line in Python; expected a pattern without it
+    """
+
+    pattern: str
+    is_regex: bool
+    content: str
+    _compiled: object = field(init=False, repr=False, compare=False, default=None)
+    type = "Replace"
+
+    def __post_init__(self) -> None:
+        if not self.is_regex:
+            return
+        translated = _to_python_syntax(self.pattern)
+        try:
+            compiled = regex.compile(translated, regex.MULTILINE)
+        except regex.error as exc:
+            raise ValueError(f"Replace: pattern {self.pattern!r} is not a valid regex: {exc}") from None
+        object.__setattr__(self, "_compiled", compiled)
+
+    def normalize(self, text: str) -> str:
+        if not text:
+            return text
+        if not self.is_regex:
+            # Hugging Face escapes the string into a regex; for a literal, leftmost non-overlapping
+            # matches are what `str.replace` finds (an empty pattern matches between every char).
+            return text.replace(self.pattern, self.content)
+        out = []
+        copied = 0
+        for start, end in _oniguruma_matches(self._compiled, text):
+            out.append(text[copied:start])
+            out.append(self.content)
+            copied = end
+        out.append(text[copied:])
+        return "".join(out)
+
+    def to_json(self) -> dict:
+        kind = "Regex" if self.is_regex else "String"
+        return {"type": "Replace", "pattern": {kind: self.pattern}, "content": self.content}
+
+
+def _oniguruma_matches(compiled, text: str):
+    """Match spans in the order the Rust `onig` crate's `find_iter` yields them.
+
+    Python's `regex.finditer` also yields an empty match that directly follows a non-empty one;
+    `onig` skips it (and moves the search one character on), so "x*" finds 3 spans in "abxd",
+    not 4.
+    """
+    position = 0
+    last_end = None
+    while position <= len(text):
+        match = compiled.search(text, position)
+        if match is None:
+            return
+        start, end = match.span()
+        if start == end and end == last_end:
+            position = end + 1
+            continue
+        yield start, end
+        position = last_end = end
+
+
+# Oniguruma's `^` (Ruby syntax) matches at the start and after a newline, but not at the very end
+# of the text; Python's MULTILINE `^` also matches after a final newline.
+_ONIGURUMA_LINE_START = r"(?:^(?!\z))"
+
+
+def _to_python_syntax(pattern: str) -> str:
+    """The Python `regex` spelling of an Oniguruma (Ruby syntax) pattern, compiled MULTILINE.
+
+    Raises for syntax the two read differently and that is not worth translating.
+
+    >>> _to_python_syntax(r"^\\s+|[^a]")
+    '(?:^(?!\\\\z))\\\\s+|[^a]'
+    """
+    out = []
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            escaped = pattern[i + 1 : i + 2]
+            if escaped in ("h", "H", "Z"):
+                raise ValueError(
+                    f"Replace: pattern {pattern!r}: \\{escaped} means something else in Oniguruma "
+                    "(Hugging Face) than in Python; expected a pattern without it"
+                )
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if ch == "[":
+            in_class = True
+        elif ch == "]":
+            in_class = False
+        elif ch == "^" and not in_class:
+            out.append(_ONIGURUMA_LINE_START)
+            i += 1
+            continue
+        elif ch == "(" and not in_class and pattern.startswith("(?", i):
+            flags = regex.match(r"\(\?([a-zA-Z-]*)[:)]", pattern[i:])
+            if flags and "m" in flags.group(1):
+                raise ValueError(
+                    f"Replace: pattern {pattern!r}: the inline flag 'm' means dot-all in Oniguruma "
+                    "(Hugging Face) but multi-line in Python; expected a pattern without it"
+                )
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 SIMPLE = {"NFC": NFC, "NFKC": NFKC, "Lowercase": Lowercase}

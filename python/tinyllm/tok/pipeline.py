@@ -20,6 +20,8 @@ from tinyllm.tok.added import AddedToken
 from tinyllm.tok.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.bytemap import token_string
+from tinyllm.tok.decoders import Joined
+from tinyllm.tok.processors import PostProcessor
 from tinyllm.tok.specials import SpecialPolicy, SpecialSet, find_all, raise_if_disallowed
 from tinyllm.tok.text import clean_text, require_str
 
@@ -72,6 +74,7 @@ class PipelineTokenizer(TokenizerBase):
         self._always_list = sorted(self._always)
         self._added_by_content = {t.content: t for t in self.added_tokens}
         self._fast = None  # set by subclasses that attach a Rust engine
+        self._decoder = decoder if decoder is not None else Joined()
 
     # -- the protocol -------------------------------------------------------------------------
     @property
@@ -98,10 +101,15 @@ class PipelineTokenizer(TokenizerBase):
             raise ValueError(f"{label} = {i} has no token: this vocabulary has no entry with that id")
         return token
 
-    def token_bytes(self, i: int) -> bytes:
-        """The exact bytes token `i` contributes to decoded text."""
-        token = self.id_to_token(i)
-        return self.decoder.token_bytes(token) if self.decoder is not None else token.encode("utf-8")
+    @property
+    def decode_depends_on_position(self) -> bool:
+        """Whether a token decodes differently as the first token (see `token_bytes`)."""
+        return self._decoder.position_dependent
+
+    def token_bytes(self, i: int, first: bool = False) -> bytes:
+        """The exact bytes token `i` contributes to decoded text; `first` says whether it is the
+        first token decoded (WordPiece and Metaspace decoders treat that one differently)."""
+        return self._decoder.token_bytes(self.id_to_token(i), first)
 
     # -- encoding -----------------------------------------------------------------------------
     def _policy(self, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> SpecialPolicy:
@@ -157,34 +165,50 @@ class PipelineTokenizer(TokenizerBase):
     def encode_structured(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
                           disallowed_special: SpecialSet = (),
                           offset_coordinate: str = "raw_codepoints") -> EncodedSequence:
-        """Encode with pieces, a special-token mask and offsets in a declared coordinate."""
+        """Encode with pieces, a special-token mask and offsets in a declared coordinate.
+
+        Offsets always point into the raw input, mapped back through the normalizer: a token made
+        from normalized text spans the source characters that produced it.
+        """
+        return self.encode_pair(text, None, add_special, allowed_special=allowed_special,
+                                disallowed_special=disallowed_special, offset_coordinate=offset_coordinate)
+
+    def encode_pair(self, text: str, pair: Optional[str], add_special: bool = True, *,
+                    allowed_special: SpecialSet = (), disallowed_special: SpecialSet = (),
+                    offset_coordinate: str = "raw_codepoints") -> EncodedSequence:
+        """Encode two texts as one input (BERT's sentence pairs), with type and sequence ids.
+
+        With `add_special` the post-processor's `pair` template applies (`[CLS] A [SEP] B [SEP]`);
+        each offset indexes the text its token came from, as `sequence_ids` tells.
+        """
         if offset_coordinate not in COORDINATES:
             raise ValueError(
                 f"encode_structured: offset_coordinate = {offset_coordinate!r}; expected one of {', '.join(COORDINATES)}"
             )
-        text = clean_text(require_str(text, "encode_structured: text"))
         policy = self._policy(allowed_special, disallowed_special)
-        raise_if_disallowed(text, policy)
-        tokens = self._encode_reference(text, policy)
-        ids = [t.id for t in tokens]
-        mask = [t.special for t in tokens]
-        spans = [(t.start, t.end) if offset_coordinate == "raw_codepoints" else (t.byte_start, t.byte_end)
-                 for t in tokens]
-        if add_special and self.post_processor is not None:
-            wrapped, inserted = self.post_processor.apply(ids)
-            it = iter(range(len(ids)))
-            rebuilt_mask, rebuilt_spans = [], []
-            for flag in inserted:
-                if flag:
-                    rebuilt_mask.append(True)
-                    rebuilt_spans.append((0, 0))
-                else:
-                    k = next(it)
-                    rebuilt_mask.append(mask[k])
-                    rebuilt_spans.append(spans[k])
-            ids, mask, spans = wrapped, rebuilt_mask, rebuilt_spans
-        pieces = [self._token_of(i, "encode") for i in ids]
-        return EncodedSequence(ids, pieces, mask, spans, offset_coordinate)
+        parts = []
+        for label, t in (("text", text), ("pair", pair)):
+            if t is None:
+                continue
+            t = clean_text(require_str(t, f"encode_pair: {label}"))
+            raise_if_disallowed(t, policy)
+            parts.append(self._encode_reference(t, policy))
+        processor = self.post_processor or PostProcessor()
+        wrapped = processor.apply_pair([t.id for t in parts[0]],
+                                       [t.id for t in parts[1]] if len(parts) > 1 else None, add_special)
+        tokens = iter(parts[0] + (parts[1] if len(parts) > 1 else []))
+        mask, spans = [], []
+        for inserted in wrapped.inserted:
+            if inserted:
+                mask.append(True)
+                spans.append((0, 0))
+                continue
+            t = next(tokens)
+            mask.append(t.special)
+            spans.append((t.start, t.end) if offset_coordinate == "raw_codepoints" else (t.byte_start, t.byte_end))
+        pieces = [self._token_of(i, "encode") for i in wrapped.ids]
+        return EncodedSequence(wrapped.ids, pieces, mask, spans, offset_coordinate,
+                               wrapped.type_ids, wrapped.sequence_ids)
 
     def _matchable(self, policy: SpecialPolicy) -> frozenset[str]:
         return self._always | policy.allowed
@@ -222,7 +246,9 @@ class PipelineTokenizer(TokenizerBase):
         add_gap(last, len(text))
         return spans
 
-    def _encode_reference(self, text: str, policy: SpecialPolicy) -> list[_Token]:
+    def _encode_reference(self, text: str, policy: SpecialPolicy, segment=None) -> list[_Token]:
+        """The reference pipeline; `segment(word)` replaces `model.tokenize` (Unigram sampling)."""
+        segment = segment or self.model.tokenize
         byte_at = _byte_positions(text)
         out: list[_Token] = []
         for span in self._split_added(text, policy):
@@ -233,12 +259,12 @@ class PipelineTokenizer(TokenizerBase):
                 continue
             pieces = [(span.text, 0, len(span.text))]
             if self.pre_tokenizer is not None:
-                pieces = self.pre_tokenizer.apply(pieces)
+                pieces = self.pre_tokenizer.apply(pieces, at_text_start=span.align[0][0] == 0)
             for piece_text, ps, pe in pieces:
-                out.extend(self._encode_piece(byte_at, span, piece_text, ps, pe))
+                out.extend(self._encode_piece(byte_at, span, piece_text, ps, pe, segment))
         return out
 
-    def _encode_piece(self, byte_at, span: _Span, piece_text: str, ps: int, pe: int) -> list[_Token]:
+    def _encode_piece(self, byte_at, span: _Span, piece_text: str, ps: int, pe: int, segment) -> list[_Token]:
         shift = len(piece_text) - (pe - ps)  # 1 when ByteLevel added a prefix space
         if self.byte_level:
             raw = piece_text.encode("utf-8")
@@ -249,7 +275,7 @@ class PipelineTokenizer(TokenizerBase):
             char_of_unit = list(range(len(piece_text)))
         exact_bytes = self.normalizer is None
         tokens = []
-        for token_id, us, ue in self.model.tokenize(word):
+        for token_id, us, ue in segment(word):
             first, last = char_of_unit[us], char_of_unit[ue - 1]
             a = ps + max(first - shift, 0)
             b = ps + max(last - shift, 0)
@@ -270,9 +296,8 @@ class PipelineTokenizer(TokenizerBase):
         if skip_special:
             checked = [i for i in checked if i not in self._special_id_set]
         tokens = [self._token_of(i, f"decode: ids[{k}]") for k, i in enumerate(checked)]
-        if self.decoder is None:
-            return " ".join(tokens)
-        return b"".join(self.decoder.token_bytes(t) for t in tokens).decode("utf-8", "replace")
+        chunks = (self._decoder.token_bytes(t, k == 0) for k, t in enumerate(tokens))
+        return b"".join(chunks).decode("utf-8", "replace")
 
     # -- files --------------------------------------------------------------------------------
     def save(self, dir: str | os.PathLike) -> None:

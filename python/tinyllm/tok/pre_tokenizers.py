@@ -104,13 +104,18 @@ class PreTokenizer:
     def pre_tokenize(self, text: str) -> list[Piece]:
         return self.apply([(text, 0, len(text))])
 
-    def apply(self, pieces: list[Piece]) -> list[Piece]:
+    def apply(self, pieces: list[Piece], at_text_start: bool = True) -> list[Piece]:
+        """Split every piece. `at_text_start` says whether offset 0 of these pieces is the start of
+        the whole input (it is not after an added token); only Metaspace's "first" scheme cares."""
         out: list[Piece] = []
         for text, start, end in pieces:
-            shift = len(text) - (end - start)  # a prefix space added earlier has no source span
-            for sub, s, e in self.split_piece(text):
+            shift = len(text) - (end - start)  # a prefix added earlier has no source span
+            for sub, s, e in self._split(text, at_text_start and start == 0 and shift == 0):
                 out.append((sub, start + max(s - shift, 0), start + max(e - shift, 0)))
         return out
+
+    def _split(self, text: str, at_text_start: bool) -> list[Piece]:
+        return self.split_piece(text)
 
     def to_json(self) -> dict:
         return {"type": self.type}
@@ -126,11 +131,18 @@ class ByteLevel(ByteLevelOptions, PreTokenizer):
     def split_piece(self, text: str) -> list[Piece]:
         if not text:
             return []
+        added = 0
         if self.add_prefix_space and not text.startswith(" "):
-            text = " " + text
+            text, added = " " + text, 1
         if not self.use_regex:
-            return [(text, 0, len(text))]
-        return [(m.group(), m.start(), m.end()) for m in _GPT2.finditer(text)]
+            return [(text, 0, len(text) - added)]
+        return _unprefixed([(m.group(), m.start(), m.end()) for m in _GPT2.finditer(text)], added)
+
+
+def _unprefixed(pieces: list[Piece], added: int) -> list[Piece]:
+    """Spans of pieces cut from a text with `added` characters put in front, in the coordinates of
+    the text before the prefix (the prefix itself maps to nothing)."""
+    return [(t, max(s - added, 0), max(e - added, 0)) for t, s, e in pieces]
 
 
 def is_numeric(ch: str) -> bool:
@@ -182,6 +194,46 @@ class Split(PreTokenizer):
 
 
 @dataclass(frozen=True)
+class Metaspace(PreTokenizer):
+    """SentencePiece's whitespace: spaces become `replacement` (▁), a ▁ is put in front, and the
+    text is cut before every ▁ (when `split`).
+
+    `prepend_scheme` "always" prefixes every piece that does not start with ▁, "first" only the
+    piece at the very start of the input (not one after an added token), "never" none. Old files
+    say `add_prefix_space: true` for "always" and false for "never".
+
+    >>> [p[0] for p in Metaspace().pre_tokenize("Hey  you")]
+    ['▁Hey', '▁', '▁you']
+    """
+
+    replacement: str = "\u2581"
+    prepend_scheme: str = "always"
+    split: bool = True
+    type = "Metaspace"
+
+    def split_piece(self, text: str) -> list[Piece]:
+        return self._split(text, True)
+
+    def _split(self, text: str, at_text_start: bool) -> list[Piece]:
+        if not text:
+            return []
+        text = text.replace(" ", self.replacement)
+        added = int(not text.startswith(self.replacement) and (
+            self.prepend_scheme == "always" or (self.prepend_scheme == "first" and at_text_start)))
+        text = self.replacement * added + text
+        if self.split:
+            marks = [(i, i + 1) for i, ch in enumerate(text) if ch == self.replacement]
+            spans = split_spans(_cover(text, marks), "MergedWithNext")
+        else:
+            spans = [(0, len(text))]
+        return _unprefixed([(text[s:e], s, e) for s, e in spans], added)
+
+    def to_json(self) -> dict:
+        return {"type": "Metaspace", "replacement": self.replacement, "prepend_scheme": self.prepend_scheme,
+                "split": self.split}
+
+
+@dataclass(frozen=True)
 class Sequence(PreTokenizer):
     pretokenizers: tuple = ()
     type = "Sequence"
@@ -189,9 +241,9 @@ class Sequence(PreTokenizer):
     def __init__(self, pretokenizers) -> None:
         object.__setattr__(self, "pretokenizers", tuple(pretokenizers))
 
-    def apply(self, pieces: list[Piece]) -> list[Piece]:
+    def apply(self, pieces: list[Piece], at_text_start: bool = True) -> list[Piece]:
         for stage in self.pretokenizers:
-            pieces = stage.apply(pieces)
+            pieces = stage.apply(pieces, at_text_start)
         return pieces
 
     def to_json(self) -> dict:

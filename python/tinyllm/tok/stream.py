@@ -33,6 +33,9 @@ class IncrementalDecoder:
         self._special = frozenset(tokenizer.special_ids.values()) if skip_special else frozenset()
         token_bytes = getattr(tokenizer, "token_bytes", None)
         self._token_bytes = token_bytes if callable(token_bytes) else self._bytes_via_decode
+        # WordPiece and Metaspace decode the first token differently (no space before it).
+        self._positional = bool(getattr(tokenizer, "decode_depends_on_position", False))
+        self._first = True
         self._utf8 = new_utf8_decoder()
 
     def _bytes_via_decode(self, token_id: int) -> bytes:
@@ -43,7 +46,12 @@ class IncrementalDecoder:
         i = check_id(token_id, self._vocab_size, "push: token_id")
         if i in self._special:
             return ""
-        return self._utf8.push(self._token_bytes(i))
+        if self._positional:
+            raw = self._token_bytes(i, self._first)
+        else:
+            raw = self._token_bytes(i)
+        self._first = False
+        return self._utf8.push(raw)
 
     def push_many(self, ids) -> str:
         """Add several ids; return the text they complete."""

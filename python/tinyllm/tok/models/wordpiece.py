@@ -1,0 +1,113 @@
+"""WordPiece encoding: greedy longest-match-first inside each pre-token.
+
+At each position take the longest vocabulary entry that starts there; after the first piece the
+entry must carry the continuation prefix (`##`). If some position has no match at all, or the
+pre-token is longer than `max_input_chars_per_word` characters, the whole pre-token becomes the
+single unknown token: partial matches are thrown away (BERT's rule, and Hugging Face's).
+
+>>> vocab = {"[UNK]": 0, "un": 1, "##want": 2, "##ed": 3, "want": 4, "play": 5}
+>>> model = WordPieceModel(vocab, unk_token="[UNK]")
+>>> [model.id_to_token[i] for i, _, _ in model.tokenize("unwanted")]
+['un', '##want', '##ed']
+>>> [model.id_to_token[i] for i, _, _ in model.tokenize("playingx")]
+['[UNK]']
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tinyllm.tok.pipeline import PipelineTokenizer
+
+
+class WordPieceModel:
+    """The vocabulary and the reference longest-match loop."""
+
+    type = "WordPiece"
+
+    def __init__(self, vocab: dict[str, int], *, unk_token: str = "[UNK]", continuing_subword_prefix: str = "##",
+                 max_input_chars_per_word: int = 100, where: str = "model") -> None:
+        self.vocab = dict(vocab)
+        size = max(self.vocab.values(), default=-1) + 1
+        self.id_to_token: list[Optional[str]] = [None] * size
+        for token, i in self.vocab.items():
+            self.id_to_token[i] = token
+        if unk_token not in self.vocab:
+            # Hugging Face fails only when an unknown word shows up; encoding a str must never
+            # fail here, so the file is refused up front.
+            raise ValueError(f"{where}.unk_token: {unk_token!r} is not in {where}.vocab")
+        if not isinstance(max_input_chars_per_word, int) or isinstance(max_input_chars_per_word, bool) \
+                or max_input_chars_per_word < 0:
+            raise ValueError(f"{where}.max_input_chars_per_word: expected a non-negative integer, "
+                             f"found {max_input_chars_per_word!r}")
+        self.unk_token = unk_token
+        self.unk_id = self.vocab[unk_token]
+        self.prefix = continuing_subword_prefix
+        self.max_input_chars_per_word = max_input_chars_per_word
+        self._longest = max((len(t) for t in self.vocab), default=0)
+
+    def tokenize(self, word: str) -> list[tuple[int, int, int]]:
+        """(id, start, end) per token, in code points of `word`."""
+        if not word:
+            return []
+        if len(word) > self.max_input_chars_per_word:
+            return [(self.unk_id, 0, len(word))]
+        out = []
+        start = 0
+        while start < len(word):
+            prefix = self.prefix if start > 0 else ""
+            found = None
+            # No entry is longer than the longest vocabulary string, so start the search there.
+            for end in range(min(len(word), start + self._longest), start, -1):
+                token_id = self.vocab.get(prefix + word[start:end])
+                if token_id is not None:
+                    found = (token_id, start, end)
+                    break
+            if found is None:
+                return [(self.unk_id, 0, len(word))]
+            out.append(found)
+            start = found[2]
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "type": "WordPiece",
+            "unk_token": self.unk_token,
+            "continuing_subword_prefix": self.prefix,
+            "max_input_chars_per_word": self.max_input_chars_per_word,
+            "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
+        }
+
+
+class WordPieceTokenizer(PipelineTokenizer):
+    """A WordPiece pipeline (BERT): BertNormalizer, BertPreTokenizer, WordPiece, `[CLS] … [SEP]`.
+
+    Encoding runs in the Rust engine when the pipeline is one it implements, else in the readable
+    reference; `uses_fast_path` tells which. Both give the same ids; the tests prove it.
+    """
+
+    def __init__(self, model: WordPieceModel, **stages) -> None:
+        super().__init__(model, **stages)
+        self._fast = _build_engine(self)
+
+    @property
+    def uses_fast_path(self) -> bool:
+        return self._fast is not None
+
+    def use_reference(self) -> "WordPieceTokenizer":
+        """This tokenizer with the Rust engine detached (for comparisons and debugging)."""
+        self._fast = None
+        return self
+
+
+def _build_engine(tok: WordPieceTokenizer):
+    """The Rust engine for `tok`, or None when the pipeline is outside what the engine runs."""
+    from tinyllm.tok.text_engine import build_text_engine
+
+    model = tok.model
+    return build_text_engine(tok, "WordPiece", {
+        "vocab": model.vocab,
+        "unk_id": model.unk_id,
+        "prefix": model.prefix,
+        "max_input_chars_per_word": model.max_input_chars_per_word,
+    })

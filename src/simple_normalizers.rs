@@ -1,0 +1,240 @@
+//! Hugging Face's `Replace` and `Strip` normalizers. The pure-Python reference is
+//! `python/tinyllm/tok/normalizers.py`.
+//!
+//! `Replace` finds matches left to right without overlap, the way the `onig` crate's `find_iter`
+//! does for HF: an empty match right where the previous match ended is skipped. Regexes compile
+//! with the `regex` crate in multi-line mode, because in Oniguruma's Ruby syntax `^` and `$`
+//! always match at line breaks; patterns the `regex` crate cannot compile (look-around,
+//! back-references) are an error here, and constructs whose meaning differs between Oniguruma and
+//! the `regex` crate (`\h`, `\H`, `\Z`, the inline flag `m`, POSIX classes like `[:alpha:]`, which
+//! are ASCII-only in the `regex` crate, and `^`, which in Oniguruma does not match after a final
+//! newline) are rejected with `Error::Unsupported`: the Python reference handles those patterns.
+
+use crate::Error;
+
+enum Matcher {
+    Literal(String),
+    Regex(regex::Regex),
+}
+
+/// Replace every match of a literal string or a regex with fixed content.
+pub struct Replace {
+    matcher: Matcher,
+    content: String,
+}
+
+impl Replace {
+    pub fn new(pattern: &str, is_regex: bool, content: &str) -> Result<Self, Error> {
+        let matcher = if is_regex {
+            reject_oniguruma_divergence(pattern)?;
+            let compiled = regex::RegexBuilder::new(pattern)
+                .multi_line(true)
+                .build()
+                .map_err(|e| Error::Regex(format!("Replace pattern {pattern:?}: {e}")))?;
+            Matcher::Regex(compiled)
+        } else {
+            Matcher::Literal(pattern.to_owned())
+        };
+        Ok(Replace {
+            matcher,
+            content: content.to_owned(),
+        })
+    }
+
+    /// Append `text` with every match replaced to `out`.
+    pub fn normalize(&self, text: &str, out: &mut String) {
+        // HF's pattern search reports no match at all in an empty string.
+        if text.is_empty() {
+            return;
+        }
+        let mut copied = 0;
+        let mut emit = |start: usize, end: usize, out: &mut String| {
+            out.push_str(&text[copied..start]);
+            out.push_str(&self.content);
+            copied = end;
+        };
+        match &self.matcher {
+            // An empty pattern matches at every char boundary, both ends included.
+            Matcher::Literal(p) if p.is_empty() => {
+                for (at, _) in text.char_indices() {
+                    emit(at, at, out);
+                }
+                emit(text.len(), text.len(), out);
+            }
+            Matcher::Literal(p) => {
+                for (at, found) in text.match_indices(p.as_str()) {
+                    emit(at, at + found.len(), out);
+                }
+            }
+            Matcher::Regex(re) => {
+                let mut search_from = 0;
+                let mut last_end = None;
+                while search_from <= text.len() {
+                    let Some(m) = re.find_at(text, search_from) else {
+                        break;
+                    };
+                    if m.is_empty() && last_end == Some(m.end()) {
+                        search_from =
+                            m.end() + text[m.end()..].chars().next().map_or(1, char::len_utf8);
+                        continue;
+                    }
+                    emit(m.start(), m.end(), out);
+                    search_from = m.end();
+                    last_end = Some(m.end());
+                }
+            }
+        }
+        out.push_str(&text[copied..]);
+    }
+}
+
+/// Raise for syntax that Oniguruma's Ruby grammar and the `regex` crate read differently.
+fn reject_oniguruma_divergence(pattern: &str) -> Result<(), Error> {
+    let unsupported = |what: &str| {
+        Err(Error::Unsupported(format!(
+            "Replace pattern {pattern:?}: {what}; expected a pattern without it"
+        )))
+    };
+    let mut chars = pattern.char_indices().peekable();
+    let mut in_class = false;
+    while let Some((at, ch)) = chars.next() {
+        match ch {
+            '\\' => {
+                if let Some((_, escaped @ ('h' | 'H' | 'Z'))) = chars.next() {
+                    return unsupported(&format!(
+                        "\\{escaped} means something else in Oniguruma (Hugging Face) than here"
+                    ));
+                }
+            }
+            '[' if in_class && pattern[at..].starts_with("[:") => {
+                return unsupported(
+                    "POSIX classes such as [:alpha:] are Unicode in Oniguruma (Hugging Face) but ASCII in the regex crate",
+                );
+            }
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '^' if !in_class => {
+                return unsupported(
+                    "^ does not match after a final newline in Oniguruma (Hugging Face) but does in the regex crate",
+                );
+            }
+            '(' if !in_class && pattern[at..].starts_with("(?") => {
+                let flags: String = pattern[at + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphabetic() || *c == '-')
+                    .collect();
+                let closes = pattern[at + 2 + flags.len()..].starts_with([':', ')']);
+                if closes && flags.contains('m') {
+                    return unsupported(
+                        "the inline flag 'm' means dot-all in Oniguruma (Hugging Face) but multi-line here",
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Remove leading and/or trailing whitespace (Rust's `char::is_whitespace`, as HF uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strip {
+    left: bool,
+    right: bool,
+}
+
+impl Strip {
+    pub fn new(left: bool, right: bool) -> Self {
+        Strip { left, right }
+    }
+
+    /// Append `text` with the chosen ends stripped to `out`.
+    pub fn normalize(&self, text: &str, out: &mut String) {
+        let mut kept = text;
+        if self.left {
+            kept = kept.trim_start_matches(char::is_whitespace);
+        }
+        if self.right {
+            kept = kept.trim_end_matches(char::is_whitespace);
+        }
+        out.push_str(kept);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replace(pattern: &str, is_regex: bool, content: &str, text: &str) -> String {
+        let mut out = String::new();
+        Replace::new(pattern, is_regex, content)
+            .unwrap()
+            .normalize(text, &mut out);
+        out
+    }
+
+    #[test]
+    fn replace_collapses_space_runs() {
+        assert_eq!(replace(" {2,}", true, " ", "a   b    c "), "a b c ");
+    }
+
+    #[test]
+    fn replace_skips_empty_match_after_a_match() {
+        // Expected values are what HF gives (Oniguruma iteration).
+        assert_eq!(replace("x*", true, "-", "abxd"), "-a-b-d-");
+        assert_eq!(replace("a|", true, "-", "baab"), "-b--b-");
+        assert_eq!(replace("", true, "-", "ab"), "-a-b-");
+        assert_eq!(replace("", true, "-", ""), "");
+        assert_eq!(replace("(?:)", true, "-", "é"), "-é-");
+    }
+
+    #[test]
+    fn replace_dollar_matches_at_line_breaks() {
+        assert_eq!(replace("$", true, "!", "a\nb"), "a!\nb!");
+        assert_eq!(replace("$", true, "!", "a\n"), "a!\n!");
+    }
+
+    #[test]
+    fn replace_literal_is_not_a_regex() {
+        assert_eq!(replace("a.", false, "-", "a.ba"), "-ba");
+        assert_eq!(replace("aa", false, "b", "aaaaa"), "bba");
+        assert_eq!(replace("", false, "-", "ab"), "-a-b-");
+        assert_eq!(replace("", false, "-", ""), "");
+    }
+
+    #[test]
+    fn replace_rejects_divergent_or_invalid_patterns() {
+        for p in [
+            r"\h",
+            r"a\Z",
+            "(?m)a.b",
+            "(?im:a)",
+            "^a",
+            "a|(^)",
+            "[[:alpha:]]+",
+            "[x[:digit:]]",
+        ] {
+            assert!(
+                matches!(Replace::new(p, true, ""), Err(Error::Unsupported(_))),
+                "{p}"
+            );
+        }
+        assert!(matches!(Replace::new("(", true, ""), Err(Error::Regex(_))));
+        assert!(Replace::new(r"\\h[(?m)^]", true, "").is_ok());
+        assert!(Replace::new("(", false, "").is_ok());
+    }
+
+    #[test]
+    fn strip_uses_unicode_white_space() {
+        let strip = |l, r, t| {
+            let mut out = String::new();
+            Strip::new(l, r).normalize(t, &mut out);
+            out
+        };
+        assert_eq!(strip(true, true, "\u{3000} a \u{85}"), "a");
+        assert_eq!(strip(true, false, " a "), "a ");
+        assert_eq!(strip(false, true, " a "), " a");
+        assert_eq!(strip(true, true, "\u{1c}a\u{200b}"), "\u{1c}a\u{200b}");
+        assert_eq!(strip(true, true, " \t "), "");
+    }
+}

@@ -1,0 +1,392 @@
+//! The encoding pipeline of WordPiece and Unigram tokenizers: added tokens, normalizer,
+//! pre-tokenizer, model, all in Rust.
+//!
+//! Added tokens are split out first (leftmost-longest, raw text); each stretch of text between
+//! them is normalized into a reused buffer, cut into pieces and encoded piece by piece. The stages
+//! are the ones real BERT and T5-style files use; `from_json` refuses the rest, and the Python
+//! side then keeps its reference pipeline (`tinyllm.tok.pipeline`).
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::bert_text::{bert_pre_tokenize, whitespace_split, BertNormalizer};
+use crate::engine::{AddedMatcher, AddedTokens};
+use crate::precompiled::Precompiled;
+use crate::simple_normalizers::{Replace, Strip};
+use crate::unigram::UnigramModel;
+use crate::word_cache::{ShardedCache, WordCache};
+use crate::wordpiece::WordPieceModel;
+use crate::Error;
+
+fn field<'a>(v: &'a Value, key: &str) -> Result<&'a Value, Error> {
+    v.get(key)
+        .ok_or_else(|| Error::Unsupported(format!("missing field {key:?} in {v}")))
+}
+
+fn flag(v: &Value, key: &str, default: bool) -> Result<bool, Error> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(Error::Unsupported(format!("{key}: {other}"))),
+    }
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> Result<&'a str, Error> {
+    field(v, key)?
+        .as_str()
+        .ok_or_else(|| Error::Unsupported(format!("{key} is not a string")))
+}
+
+/// Standard base64 (with `=` padding, whitespace ignored), for Precompiled charsmaps.
+pub fn decode_base64(text: &str) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for (position, ch) in text.bytes().enumerate() {
+        let value = match ch {
+            b'A'..=b'Z' => ch - b'A',
+            b'a'..=b'z' => ch - b'a' + 26,
+            b'0'..=b'9' => ch - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            b' ' | b'\n' | b'\r' | b'\t' => continue,
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "base64: byte {ch:#04x} at position {position} is not a base64 digit"
+                )))
+            }
+        };
+        acc = (acc << 6) | value as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Ok(out)
+}
+
+pub enum Normalizer {
+    Bert(BertNormalizer),
+    Precompiled(Precompiled),
+    Replace(Replace),
+    Strip(Strip),
+    Sequence(Vec<Normalizer>),
+}
+
+impl Normalizer {
+    /// `charsmap` supplies the decoded bytes of a Precompiled stage's base64 blob.
+    pub fn from_json(v: &Value, charsmap: &dyn Fn(&str) -> Result<Vec<u8>, Error>) -> Result<Self, Error> {
+        Ok(match text(v, "type")? {
+            "BertNormalizer" => Normalizer::Bert(BertNormalizer::new(
+                flag(v, "clean_text", true)?,
+                flag(v, "handle_chinese_chars", true)?,
+                match v.get("strip_accents") {
+                    None | Some(Value::Null) => None,
+                    Some(_) => Some(flag(v, "strip_accents", false)?),
+                },
+                flag(v, "lowercase", true)?,
+            )),
+            "Precompiled" => Normalizer::Precompiled(Precompiled::from_bytes(&charsmap(text(
+                v,
+                "precompiled_charsmap",
+            )?)?)?),
+            "Replace" => {
+                let pattern = field(v, "pattern")?;
+                let (source, is_regex) = match (pattern.get("String"), pattern.get("Regex")) {
+                    (Some(Value::String(s)), None) => (s.as_str(), false),
+                    (None, Some(Value::String(r))) => (r.as_str(), true),
+                    _ => return Err(Error::Unsupported(format!("Replace pattern {pattern}"))),
+                };
+                Normalizer::Replace(Replace::new(source, is_regex, text(v, "content")?)?)
+            }
+            "Strip" => Normalizer::Strip(Strip::new(
+                flag(v, "strip_left", true)?,
+                flag(v, "strip_right", true)?,
+            )),
+            "Sequence" => Normalizer::Sequence(
+                field(v, "normalizers")?
+                    .as_array()
+                    .ok_or_else(|| Error::Unsupported("normalizers is not a list".into()))?
+                    .iter()
+                    .map(|n| Normalizer::from_json(n, charsmap))
+                    .collect::<Result<_, _>>()?,
+            ),
+            other => return Err(Error::Unsupported(format!("normalizer {other}"))),
+        })
+    }
+
+    /// Write the normalized `text` into `out` (cleared first); `spare` is scratch for sequences.
+    fn run(&self, text: &str, out: &mut String, spare: &mut String) {
+        out.clear();
+        match self {
+            Normalizer::Bert(n) => n.normalize(text, out),
+            Normalizer::Precompiled(n) => n.normalize(text, out),
+            Normalizer::Replace(n) => n.normalize(text, out),
+            Normalizer::Strip(n) => n.normalize(text, out),
+            Normalizer::Sequence(stages) => {
+                out.push_str(text);
+                for stage in stages {
+                    let mut inner_spare = String::new();
+                    stage.run(out, spare, &mut inner_spare);
+                    std::mem::swap(out, spare);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Prepend {
+    Always,
+    First,
+    Never,
+}
+
+pub enum PreTokenizer {
+    Bert,
+    WhitespaceSplit,
+    Metaspace {
+        replacement: char,
+        prepend: Prepend,
+        split: bool,
+    },
+    Sequence(Vec<PreTokenizer>),
+}
+
+impl PreTokenizer {
+    pub fn from_json(v: &Value) -> Result<Self, Error> {
+        Ok(match text(v, "type")? {
+            "BertPreTokenizer" => PreTokenizer::Bert,
+            "WhitespaceSplit" => PreTokenizer::WhitespaceSplit,
+            "Metaspace" => {
+                let mut chars = text(v, "replacement")?.chars();
+                let (Some(replacement), None) = (chars.next(), chars.next()) else {
+                    return Err(Error::Unsupported("replacement is not one character".into()));
+                };
+                let prepend = match v.get("prepend_scheme").and_then(Value::as_str) {
+                    None | Some("always") => Prepend::Always,
+                    Some("first") => Prepend::First,
+                    Some("never") => Prepend::Never,
+                    Some(other) => return Err(Error::Unsupported(format!("prepend_scheme {other}"))),
+                };
+                PreTokenizer::Metaspace {
+                    replacement,
+                    prepend,
+                    split: flag(v, "split", true)?,
+                }
+            }
+            "Sequence" => PreTokenizer::Sequence(
+                field(v, "pretokenizers")?
+                    .as_array()
+                    .ok_or_else(|| Error::Unsupported("pretokenizers is not a list".into()))?
+                    .iter()
+                    .map(PreTokenizer::from_json)
+                    .collect::<Result<_, _>>()?,
+            ),
+            other => return Err(Error::Unsupported(format!("pre-tokenizer {other}"))),
+        })
+    }
+
+    /// Call `f` with each piece of `text`; `at_start` says whether `text` begins the input.
+    fn for_each_piece(&self, text: &str, at_start: bool, f: &mut dyn FnMut(&str)) {
+        match self {
+            PreTokenizer::Bert => bert_pre_tokenize(text, &mut |p| f(p)),
+            PreTokenizer::WhitespaceSplit => whitespace_split(text, &mut |p| f(p)),
+            PreTokenizer::Metaspace {
+                replacement,
+                prepend,
+                split,
+            } => metaspace(text, *replacement, *prepend, *split, at_start, f),
+            PreTokenizer::Sequence(stages) => {
+                let mut pieces = vec![(text.to_string(), at_start)];
+                for stage in stages {
+                    let mut next = Vec::new();
+                    for (piece, first) in &pieces {
+                        let mut offset_zero = *first;
+                        stage.for_each_piece(piece, *first, &mut |p| {
+                            next.push((p.to_string(), offset_zero));
+                            offset_zero = false;
+                        });
+                    }
+                    pieces = next;
+                }
+                for (piece, _) in &pieces {
+                    f(piece);
+                }
+            }
+        }
+    }
+}
+
+/// Hugging Face's Metaspace: spaces become the replacement, one is put in front (by the scheme)
+/// and the text is cut before every replacement (MergedWithNext).
+fn metaspace(
+    text: &str,
+    replacement: char,
+    prepend: Prepend,
+    split: bool,
+    at_start: bool,
+    f: &mut dyn FnMut(&str),
+) {
+    if text.is_empty() {
+        return;
+    }
+    let mut buf = String::with_capacity(text.len() + 8);
+    let starts_with = text.starts_with(replacement) || text.starts_with(' ');
+    if !starts_with && (prepend == Prepend::Always || (prepend == Prepend::First && at_start)) {
+        buf.push(replacement);
+    }
+    for ch in text.chars() {
+        buf.push(if ch == ' ' { replacement } else { ch });
+    }
+    if !split {
+        f(&buf);
+        return;
+    }
+    let mut start = 0;
+    for (i, ch) in buf.char_indices() {
+        if ch == replacement && i > start {
+            f(&buf[start..i]);
+            start = i;
+        }
+    }
+    f(&buf[start..]);
+}
+
+pub enum Model {
+    WordPiece(WordPieceModel),
+    Unigram(UnigramModel),
+}
+
+impl Model {
+    #[inline]
+    fn encode(&self, piece: &str, out: &mut Vec<u32>) {
+        match self {
+            Model::WordPiece(m) => m.encode(piece, out),
+            Model::Unigram(m) => m.encode(piece, out),
+        }
+    }
+}
+
+pub struct TextEngine {
+    normalizer: Option<Normalizer>,
+    pre: Option<PreTokenizer>,
+    model: Model,
+    added: AddedTokens,
+    cache: ShardedCache,
+}
+
+thread_local! {
+    static BUFFERS: std::cell::RefCell<(String, String)> = const { std::cell::RefCell::new((String::new(), String::new())) };
+}
+
+impl TextEngine {
+    pub fn new(
+        normalizer: Option<Normalizer>,
+        pre: Option<PreTokenizer>,
+        model: Model,
+        added: Vec<(String, u32)>,
+    ) -> Self {
+        TextEngine {
+            normalizer,
+            pre,
+            model,
+            added: AddedTokens::new(added),
+            cache: ShardedCache::new(),
+        }
+    }
+
+    pub fn matcher(&self, texts: &[String]) -> Result<Option<std::sync::Arc<AddedMatcher>>, Error> {
+        self.added.matcher(texts)
+    }
+
+    /// Forget every cached word (results never depend on the cache).
+    pub fn clear_cache(&self) {
+        self.cache.clear();
+    }
+
+    fn encode_gap(&self, gap: &str, at_start: bool, cache: &mut WordCache, out: &mut Vec<u32>) {
+        if gap.is_empty() {
+            return;
+        }
+        BUFFERS.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let (normalized, spare) = &mut *guard;
+            let text: &str = match &self.normalizer {
+                Some(n) => {
+                    n.run(gap, normalized, spare);
+                    normalized
+                }
+                None => gap,
+            };
+            let mut encode = |piece: &str| {
+                cache.encode(piece.as_bytes(), out, |out| self.model.encode(piece, out))
+            };
+            match &self.pre {
+                Some(pre) => pre.for_each_piece(text, at_start, &mut encode),
+                None => encode(text),
+            }
+        });
+    }
+
+    /// Encode one text; `matcher` holds the added tokens that may match.
+    pub fn encode(&self, text: &str, matcher: Option<&AddedMatcher>) -> Result<Vec<u32>, Error> {
+        let mut out = Vec::with_capacity(text.len() / 4 + 4);
+        let mut cache = self.cache.for_current_thread();
+        match matcher {
+            None => self.encode_gap(text, true, &mut cache, &mut out),
+            Some(m) => {
+                let out_cell = std::cell::RefCell::new(&mut out);
+                m.split(
+                    text,
+                    &mut |gap, offset| {
+                        self.encode_gap(gap, offset == 0, &mut cache, &mut out_cell.borrow_mut());
+                        Ok(())
+                    },
+                    &mut |id| out_cell.borrow_mut().push(id),
+                )?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Encode many texts in parallel (rayon); the output order is the input order.
+    pub fn encode_batch(
+        &self,
+        texts: &[&str],
+        matcher: Option<&AddedMatcher>,
+    ) -> Result<Vec<Vec<u32>>, Error> {
+        texts.par_iter().map(|t| self.encode(t, matcher)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(text: &str, prepend: Prepend, at_start: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        metaspace(text, '▁', prepend, true, at_start, &mut |p| out.push(p.to_string()));
+        out
+    }
+
+    #[test]
+    fn base64_round_trips_known_values() {
+        assert_eq!(decode_base64("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(decode_base64("aGVsbG8hIQ==").unwrap(), b"hello!!");
+        assert_eq!(decode_base64("").unwrap(), b"");
+        assert!(decode_base64("a$").is_err());
+    }
+
+    #[test]
+    fn metaspace_matches_hugging_face_examples() {
+        assert_eq!(pieces("Hey  you", Prepend::Always, true), ["▁Hey", "▁", "▁you"]);
+        assert_eq!(pieces("a▁▁b", Prepend::Always, true), ["▁a", "▁", "▁b"]);
+        assert_eq!(pieces(" x", Prepend::Always, true), ["▁x"]);
+        assert_eq!(pieces("x", Prepend::First, false), ["x"]);
+        assert_eq!(pieces("x y", Prepend::Never, true), ["x", "▁y"]);
+        assert!(pieces("", Prepend::Always, true).is_empty());
+    }
+}
