@@ -123,7 +123,8 @@ def load_libraries(name: str) -> dict:
         import tokie
 
         tok = tokie.Tokenizer.from_json(str(path))
-        return (lambda t: tok.encode(t).ids, lambda ts: [e.ids for e in tok.encode_batch(ts)])
+        return (lambda t: tok.encode(t, add_special_tokens=False).ids,
+                lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)])
 
     libs["tokie"] = tokie_factory
 
@@ -350,6 +351,27 @@ def worst_case() -> None:
                                  capture_output=True, text=True, check=True)
             print(f"| {label} | {lib} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | "
                   f"{times[2] / times[1]:.2f} | +{float(out.stdout):.0f} MiB |")
+    print()
+    worst_case_wordpiece_unigram()
+
+
+def worst_case_wordpiece_unigram() -> None:
+    """The same inputs through BERT (WordPiece) and rut5 (Unigram): time must grow linearly."""
+    from tinyllm.tok import load
+
+    print("\n### Worst case (WordPiece and Unigram, tinyllm, one call per input)\n")
+    print("| input | tokenizer | 100 KB s | 1 MB s | 4 MB s | 4 MB / 1 MB (4.0 = linear) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name in ("bert-base-uncased", "rut5-base"):
+        encode = load(SHARED / "tokenizers" / name / "tokenizer.json").encode
+        for label, make in WORST_CASE_INPUTS.items():
+            times = []
+            for size in (100_000, 1_000_000, 4_000_000):
+                text = make(size)
+                start = time.perf_counter()
+                encode(text)
+                times.append(time.perf_counter() - start)
+            print(f"| {label} | {name} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | {times[2] / times[1]:.2f} |")
     print()
 
 

@@ -53,7 +53,8 @@ pub struct AddedTokens {
 impl AddedTokens {
     pub fn new(added: Vec<(String, u32)>) -> Self {
         AddedTokens {
-            ids: added.into_iter().collect(),
+            // An empty text would match everywhere (and inside characters); it can never be meant.
+            ids: added.into_iter().filter(|(text, _)| !text.is_empty()).collect(),
             matchers: Mutex::new(HashMap::new()),
         }
     }

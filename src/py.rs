@@ -138,9 +138,13 @@ fn prefetch(ptr: *const pyo3::ffi::PyObject) {
     let _ = ptr;
 }
 
+/// Ids above this get a fresh int per use: a vocabulary with one huge id must not make the table
+/// huge.
+const SHARED_INTS: u32 = 1 << 22;
+
 impl IdLists {
     fn new(py: Python<'_>, max_id: u32) -> PyResult<Self> {
-        let ints = (0..=max_id)
+        let ints = (0..=max_id.min(SHARED_INTS))
             .map(|id| Ok(id.into_pyobject(py)?.unbind()))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(IdLists { ints })
@@ -205,31 +209,53 @@ impl IdLists {
         let mut lists: Vec<Option<Bound<'py, PyList>>> = (0..views.len()).map(|_| None).collect();
         let (tx, mut rx) = mpsc::channel::<(usize, Result<Vec<u32>, Error>)>();
         let encode = &encode;
-        std::thread::scope(|scope| -> PyResult<()> {
+        // Every result is received even after an error, so the helper thread has finished (and
+        // the scope's join is immediate) by the time this thread, holding the GIL, leaves.
+        let mut first_error: Option<PyErr> = None;
+        std::thread::scope(|scope| {
             let views = &views;
             scope.spawn(move || {
                 views.par_iter().enumerate().for_each_with(tx, |tx, (k, text)| {
-                    // A send fails only once the receiver is gone, after an error: nothing to do.
+                    // A send fails only once the receiver is gone: nothing left to do.
                     let _ = tx.send((k, encode(text)));
                 });
             });
             for _ in 0..views.len() {
-                let (k, ids) = match rx.try_recv() {
-                    Ok(done) => done,
+                let received = match rx.try_recv() {
+                    Ok(done) => Ok(done),
                     Err(_) => {
                         let (back, got) = py.detach(move || {
                             let got = rx.recv();
                             (rx, got)
                         });
                         rx = back;
-                        got.map_err(|_| PyValueError::new_err("encode_batch: a worker stopped"))?
+                        got
                     }
                 };
-                lists[k] = Some(self.list(py, &ids?)?);
+                let Ok((k, ids)) = received else {
+                    first_error.get_or_insert(PyValueError::new_err("encode_batch: a worker stopped"));
+                    break;
+                };
+                if first_error.is_some() {
+                    continue;
+                }
+                match ids.map_err(PyErr::from).and_then(|ids| self.list(py, &ids)) {
+                    Ok(list) => lists[k] = Some(list),
+                    Err(e) => first_error = Some(e),
+                }
             }
-            Ok(())
-        })?;
-        PyList::new(py, lists.into_iter().flatten())
+        });
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        let lists = lists
+            .into_iter()
+            .enumerate()
+            .map(|(k, list)| {
+                list.ok_or_else(|| PyValueError::new_err(format!("encode_batch: texts[{k}] got no result")))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
     }
 }
 
@@ -366,6 +392,37 @@ impl PyTextEngine {
     }
 }
 
+/// The Unigram model alone (for testing it against `tinyllm.tok.models.unigram`).
+#[pyclass(name = "UnigramModel", module = "tinyllm._core", frozen)]
+struct PyUnigramModel {
+    inner: UnigramModel,
+}
+
+#[pymethods]
+impl PyUnigramModel {
+    #[new]
+    #[pyo3(signature = (pieces, unk_id))]
+    fn new(pieces: Vec<(String, f64)>, unk_id: Option<u32>) -> PyResult<Self> {
+        Ok(PyUnigramModel {
+            inner: UnigramModel::new(&pieces, unk_id)?,
+        })
+    }
+
+    fn encode(&self, word: &str) -> PyResult<Vec<u32>> {
+        let mut out = Vec::new();
+        self.inner.try_encode(word, &mut out)?;
+        Ok(out)
+    }
+
+    fn nbest(&self, word: &str, n: usize) -> Vec<(Vec<u32>, f64)> {
+        self.inner.nbest(word, n)
+    }
+
+    fn sample(&self, word: &str, alpha: f64, seed: u64) -> Vec<u32> {
+        self.inner.sample(word, alpha, seed)
+    }
+}
+
 fn bad_spec(what: &str) -> PyErr {
     PyValueError::new_err(format!("model_json: {what}"))
 }
@@ -455,5 +512,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyUtf8Decoder>()?;
     m.add_class::<PyBpeEngine>()?;
     m.add_class::<PyTextEngine>()?;
+    m.add_class::<PyUnigramModel>()?;
     Ok(())
 }

@@ -6,7 +6,6 @@
 //! are the ones real BERT and T5-style files use; `from_json` refuses the rest, and the Python
 //! side then keeps its reference pipeline (`tinyllm.tok.pipeline`).
 
-use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::bert_text::{bert_pre_tokenize, whitespace_split, BertNormalizer};
@@ -69,7 +68,8 @@ pub fn decode_base64(text: &str) -> Result<Vec<u8>, Error> {
 
 pub enum Normalizer {
     Bert(BertNormalizer),
-    Precompiled(Precompiled),
+    // Boxed: the charsmap tables dwarf the other variants.
+    Precompiled(Box<Precompiled>),
     Replace(Replace),
     Strip(Strip),
     Sequence(Vec<Normalizer>),
@@ -88,10 +88,9 @@ impl Normalizer {
                 },
                 flag(v, "lowercase", true)?,
             )),
-            "Precompiled" => Normalizer::Precompiled(Precompiled::from_bytes(&charsmap(text(
-                v,
-                "precompiled_charsmap",
-            )?)?)?),
+            "Precompiled" => Normalizer::Precompiled(Box::new(Precompiled::from_bytes(&charsmap(
+                text(v, "precompiled_charsmap")?,
+            )?)?)),
             "Replace" => {
                 let pattern = field(v, "pattern")?;
                 let (source, is_regex) = match (pattern.get("String"), pattern.get("Regex")) {
@@ -140,7 +139,6 @@ impl Normalizer {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Prepend {
     Always,
-    First,
     Never,
 }
 
@@ -165,11 +163,16 @@ impl PreTokenizer {
                 let (Some(replacement), None) = (chars.next(), chars.next()) else {
                     return Err(Error::Unsupported("replacement is not one character".into()));
                 };
+                // "first" needs each piece's position in the raw input, which this engine does
+                // not track; the Python reference runs such files.
                 let prepend = match v.get("prepend_scheme").and_then(Value::as_str) {
                     None | Some("always") => Prepend::Always,
-                    Some("first") => Prepend::First,
                     Some("never") => Prepend::Never,
-                    Some(other) => return Err(Error::Unsupported(format!("prepend_scheme {other}"))),
+                    Some(other) => {
+                        return Err(Error::Unsupported(format!(
+                            "Metaspace prepend_scheme {other:?}; expected \"always\" or \"never\""
+                        )))
+                    }
                 };
                 PreTokenizer::Metaspace {
                     replacement,
@@ -189,8 +192,8 @@ impl PreTokenizer {
         })
     }
 
-    /// Call `f` with each piece of `text`; `at_start` says whether `text` begins the input.
-    fn for_each_piece(&self, text: &str, at_start: bool, f: &mut dyn FnMut(&str)) {
+    /// Call `f` with each piece of `text`.
+    fn for_each_piece(&self, text: &str, f: &mut dyn FnMut(&str)) {
         match self {
             PreTokenizer::Bert => bert_pre_tokenize(text, &mut |p| f(p)),
             PreTokenizer::WhitespaceSplit => whitespace_split(text, &mut |p| f(p)),
@@ -198,21 +201,17 @@ impl PreTokenizer {
                 replacement,
                 prepend,
                 split,
-            } => metaspace(text, *replacement, *prepend, *split, at_start, f),
+            } => metaspace(text, *replacement, *prepend, *split, f),
             PreTokenizer::Sequence(stages) => {
-                let mut pieces = vec![(text.to_string(), at_start)];
+                let mut pieces = vec![text.to_string()];
                 for stage in stages {
                     let mut next = Vec::new();
-                    for (piece, first) in &pieces {
-                        let mut offset_zero = *first;
-                        stage.for_each_piece(piece, *first, &mut |p| {
-                            next.push((p.to_string(), offset_zero));
-                            offset_zero = false;
-                        });
+                    for piece in &pieces {
+                        stage.for_each_piece(piece, &mut |p| next.push(p.to_string()));
                     }
                     pieces = next;
                 }
-                for (piece, _) in &pieces {
+                for piece in &pieces {
                     f(piece);
                 }
             }
@@ -222,20 +221,13 @@ impl PreTokenizer {
 
 /// Hugging Face's Metaspace: spaces become the replacement, one is put in front (by the scheme)
 /// and the text is cut before every replacement (MergedWithNext).
-fn metaspace(
-    text: &str,
-    replacement: char,
-    prepend: Prepend,
-    split: bool,
-    at_start: bool,
-    f: &mut dyn FnMut(&str),
-) {
+fn metaspace(text: &str, replacement: char, prepend: Prepend, split: bool, f: &mut dyn FnMut(&str)) {
     if text.is_empty() {
         return;
     }
     let mut buf = String::with_capacity(text.len() + 8);
     let starts_with = text.starts_with(replacement) || text.starts_with(' ');
-    if !starts_with && (prepend == Prepend::Always || (prepend == Prepend::First && at_start)) {
+    if !starts_with && prepend == Prepend::Always {
         buf.push(replacement);
     }
     for ch in text.chars() {
@@ -307,7 +299,7 @@ impl TextEngine {
         self.cache.clear();
     }
 
-    fn encode_gap(&self, gap: &str, at_start: bool, cache: &mut WordCache, out: &mut Vec<u32>) {
+    fn encode_gap(&self, gap: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
         if gap.is_empty() {
             return;
         }
@@ -325,8 +317,14 @@ impl TextEngine {
                 cache.encode(piece.as_bytes(), out, |out| self.model.encode(piece, out))
             };
             match &self.pre {
-                Some(pre) => pre.for_each_piece(text, at_start, &mut encode),
+                Some(pre) => pre.for_each_piece(text, &mut encode),
                 None => encode(text),
+            }
+            // One huge text should not pin its size in every worker's buffers for good.
+            for buffer in [normalized, spare] {
+                if buffer.capacity() > 1 << 22 {
+                    *buffer = String::new();
+                }
             }
         });
     }
@@ -336,13 +334,13 @@ impl TextEngine {
         let mut out = Vec::with_capacity(text.len() / 4 + 4);
         let mut cache = self.cache.for_current_thread();
         match matcher {
-            None => self.encode_gap(text, true, &mut cache, &mut out),
+            None => self.encode_gap(text, &mut cache, &mut out),
             Some(m) => {
                 let out_cell = std::cell::RefCell::new(&mut out);
                 m.split(
                     text,
-                    &mut |gap, offset| {
-                        self.encode_gap(gap, offset == 0, &mut cache, &mut out_cell.borrow_mut());
+                    &mut |gap, _| {
+                        self.encode_gap(gap, &mut cache, &mut out_cell.borrow_mut());
                         Ok(())
                     },
                     &mut |id| out_cell.borrow_mut().push(id),
@@ -351,24 +349,15 @@ impl TextEngine {
         }
         Ok(out)
     }
-
-    /// Encode many texts in parallel (rayon); the output order is the input order.
-    pub fn encode_batch(
-        &self,
-        texts: &[&str],
-        matcher: Option<&AddedMatcher>,
-    ) -> Result<Vec<Vec<u32>>, Error> {
-        texts.par_iter().map(|t| self.encode(t, matcher)).collect()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn pieces(text: &str, prepend: Prepend, at_start: bool) -> Vec<String> {
+    fn pieces(text: &str, prepend: Prepend) -> Vec<String> {
         let mut out = Vec::new();
-        metaspace(text, '▁', prepend, true, at_start, &mut |p| out.push(p.to_string()));
+        metaspace(text, '▁', prepend, true, &mut |p| out.push(p.to_string()));
         out
     }
 
@@ -382,11 +371,10 @@ mod tests {
 
     #[test]
     fn metaspace_matches_hugging_face_examples() {
-        assert_eq!(pieces("Hey  you", Prepend::Always, true), ["▁Hey", "▁", "▁you"]);
-        assert_eq!(pieces("a▁▁b", Prepend::Always, true), ["▁a", "▁", "▁b"]);
-        assert_eq!(pieces(" x", Prepend::Always, true), ["▁x"]);
-        assert_eq!(pieces("x", Prepend::First, false), ["x"]);
-        assert_eq!(pieces("x y", Prepend::Never, true), ["x", "▁y"]);
-        assert!(pieces("", Prepend::Always, true).is_empty());
+        assert_eq!(pieces("Hey  you", Prepend::Always), ["▁Hey", "▁", "▁you"]);
+        assert_eq!(pieces("a▁▁b", Prepend::Always), ["▁a", "▁", "▁b"]);
+        assert_eq!(pieces(" x", Prepend::Always), ["▁x"]);
+        assert_eq!(pieces("x y", Prepend::Never), ["x", "▁y"]);
+        assert!(pieces("", Prepend::Always).is_empty());
     }
 }

@@ -6,7 +6,7 @@
 //! contend and the memory goes when the engine goes. Results never depend on what it holds.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// Pieces of at most this many bytes, with at most three ids, go to the short table.
 const SHORT_KEY: usize = 16;
@@ -14,13 +14,14 @@ const SHORT_KEY: usize = 16;
 /// ones are not cached: they rarely repeat (a CJK sentence is one GPT-2 piece).
 const LONG_KEY: usize = 32;
 const LONG_IDS: usize = 8;
-/// Slots per shard. The tables are direct-mapped with a fixed size, so a shard never allocates
-/// after its first use, never rehashes and stays within a core's L2 cache: measured with
+/// Slots per shard. The tables are direct-mapped with a fixed size (about 0.8 MB per shard), so a
+/// shard never allocates after its first use and never rehashes: measured with
 /// examples/encode_file, a growing hash map cleared at 128K entries was 1.5x slower on the
 /// multilingual corpus, where most lookups miss and every miss walked cold memory.
 const SHORT_SLOTS: usize = 1 << 14;
 const LONG_SLOTS: usize = 1 << 12;
-const CACHE_SHARDS: usize = 16;
+/// At least this many shards; more on machines with more cores.
+const MIN_SHARDS: usize = 16;
 
 #[derive(Clone, Copy, Default)]
 struct ShortSlot {
@@ -97,6 +98,8 @@ fn long_index(piece: &[u8]) -> usize {
 pub struct WordCache {
     short: Vec<ShortSlot>,
     long: Vec<LongSlot>,
+    /// A stand-in for a shard that another thread holds: remembers nothing.
+    disabled: bool,
 }
 
 impl WordCache {
@@ -142,6 +145,9 @@ impl WordCache {
     }
 
     fn insert(&mut self, piece: &[u8], ids: &[u32]) {
+        if self.disabled {
+            return;
+        }
         if piece.len() <= SHORT_KEY && ids.len() <= 3 {
             if self.short.is_empty() {
                 self.short = vec![ShortSlot::default(); SHORT_SLOTS];
@@ -164,20 +170,45 @@ impl WordCache {
     }
 }
 
-/// Threads take shards round-robin in the order they first encode, so the first
-/// [`CACHE_SHARDS`] threads (a rayon pool on any ordinary machine) never share one; hashing the
-/// thread id could put both workers of a 2-core pool on one lock.
-fn shard_of_current_thread() -> usize {
+/// Threads take numbers in the order they first encode; thread k uses shard k modulo the shard
+/// count, so the workers of a rayon pool never share one (hashing the thread id could put both
+/// workers of a 2-core pool on one lock).
+fn thread_number() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
-        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % CACHE_SHARDS;
+        static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed);
     }
-    SHARD.with(|s| *s)
+    NUMBER.with(|n| *n)
 }
 
-/// One cache shard per thread (up to [`CACHE_SHARDS`] threads).
+/// One cache shard per thread.
 pub struct ShardedCache {
     shards: Vec<Mutex<WordCache>>,
+}
+
+/// A locked shard, or (when another thread holds it) a cache that remembers nothing.
+pub enum CacheGuard<'a> {
+    Shard(MutexGuard<'a, WordCache>),
+    Busy(WordCache),
+}
+
+impl std::ops::Deref for CacheGuard<'_> {
+    type Target = WordCache;
+    fn deref(&self) -> &WordCache {
+        match self {
+            CacheGuard::Shard(guard) => guard,
+            CacheGuard::Busy(cache) => cache,
+        }
+    }
+}
+
+impl std::ops::DerefMut for CacheGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WordCache {
+        match self {
+            CacheGuard::Shard(guard) => guard,
+            CacheGuard::Busy(cache) => cache,
+        }
+    }
 }
 
 impl Default for ShardedCache {
@@ -188,8 +219,9 @@ impl Default for ShardedCache {
 
 impl ShardedCache {
     pub fn new() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ShardedCache {
-            shards: (0..CACHE_SHARDS)
+            shards: (0..cores.max(MIN_SHARDS))
                 .map(|_| Mutex::new(WordCache::default()))
                 .collect(),
         }
@@ -205,12 +237,18 @@ impl ShardedCache {
         }
     }
 
-    /// This thread's shard, locked (hold it for a whole text, not per piece).
-    pub fn for_current_thread(&self) -> MutexGuard<'_, WordCache> {
-        // A poisoned shard only means another thread panicked mid-insert; the slots stay valid.
-        match self.shards[shard_of_current_thread()].lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
+    /// This thread's shard, locked (hold it for a whole text, not per piece). When more threads
+    /// than shards encode at once and the shard is taken, the text goes uncached rather than
+    /// waiting for the other thread's whole text.
+    pub fn for_current_thread(&self) -> CacheGuard<'_> {
+        match self.shards[thread_number() % self.shards.len()].try_lock() {
+            Ok(guard) => CacheGuard::Shard(guard),
+            // A poisoned shard only means another thread panicked mid-insert; the slots stay valid.
+            Err(TryLockError::Poisoned(poisoned)) => CacheGuard::Shard(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => CacheGuard::Busy(WordCache {
+                disabled: true,
+                ..WordCache::default()
+            }),
         }
     }
 }

@@ -10,12 +10,13 @@
 
 use crate::Error;
 
-const NO_TOKEN: u32 = u32::MAX;
+/// "No token here" in a node, "no such child" in an edge lookup.
+const NONE: u32 = u32::MAX;
 
 /// A byte trie: the root's children in a dense table, deeper ones as sorted edge lists.
 #[derive(Debug, Clone)]
 struct Trie {
-    /// Per node: (first edge, edge count, token id or NO_TOKEN).
+    /// Per node: (first edge, edge count, token id or NONE).
     nodes: Vec<(u32, u32, u32)>,
     /// (byte, child) edges, each node's sorted by byte.
     edges: Vec<(u8, u32)>,
@@ -23,9 +24,7 @@ struct Trie {
 }
 
 impl Trie {
-    fn build(mut entries: Vec<(&[u8], u32)>) -> Trie {
-        entries.sort_unstable();
-        // Build level by level from the sorted keys: a node is a distinct prefix.
+    fn build(entries: Vec<(&[u8], u32)>) -> Trie {
         let mut builder = TrieBuilder::default();
         for (key, id) in entries {
             builder.insert(key, id);
@@ -42,16 +41,16 @@ impl Trie {
             None => return None,
         };
         let mut pos = start + 1;
-        while node != NO_TOKEN {
+        while node != NONE {
             let (first, count, id) = self.nodes[node as usize];
-            if id != NO_TOKEN && is_boundary(text, pos) {
+            if id != NONE && is_boundary(text, pos) {
                 best = Some((pos, id));
             }
             let Some(&b) = text.get(pos) else { break };
             let edges = &self.edges[first as usize..(first + count) as usize];
             node = match edges.binary_search_by_key(&b, |e| e.0) {
                 Ok(k) => edges[k].1,
-                Err(_) => NO_TOKEN,
+                Err(_) => NONE,
             };
             pos += 1;
         }
@@ -75,7 +74,7 @@ struct TrieBuilder {
 impl TrieBuilder {
     fn node(&mut self) -> u32 {
         self.children.push(Vec::new());
-        self.ids.push(NO_TOKEN);
+        self.ids.push(NONE);
         (self.children.len() - 1) as u32
     }
 
@@ -102,7 +101,7 @@ impl TrieBuilder {
         if self.children.is_empty() {
             self.node();
         }
-        let mut root_children = Box::new([NO_TOKEN; 256]);
+        let mut root_children = Box::new([NONE; 256]);
         for &(b, child) in &self.children[0] {
             root_children[b as usize] = child;
         }

@@ -51,6 +51,19 @@ def ours(name: str):
     return load(tokenizer_path(name))
 
 
+def assert_same_as_hf(name: str, texts: list[str], add_special: bool) -> None:
+    """Ids (with or without the template) and decodes (skipping specials or not) equal HF's."""
+    ref, tok = hf_plain(name), ours(name)
+    theirs = [e.ids for e in ref.encode_batch(texts, add_special_tokens=add_special)]
+    mine = tok.encode_batch(texts, add_special, allowed_special="all")
+    for text, a, b in zip(texts, mine, theirs):
+        assert a == b, f"{name}: ids differ for {text!r}"
+    for skip in (False, True):
+        decoded = ref.decode_batch(theirs, skip_special_tokens=skip)
+        for text, a, d in zip(texts, mine, decoded):
+            assert tok.decode(a, skip_special=skip) == d, f"{name}: decode (skip_special={skip}) differs for {text!r}"
+
+
 @functools.lru_cache(maxsize=None)
 def ours_reference(name: str):
     from tinyllm.tok import load

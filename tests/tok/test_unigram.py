@@ -349,3 +349,19 @@ def test_nbest_scores_are_left_to_right_sums_over_every_segmentation(parts):
         for i in path:
             total += model.scores[i]
         assert score == total
+
+
+@settings(max_examples=300, deadline=None)
+@given(vocabularies(with_unk=True), st.text(ALPHABET + "x", max_size=12),
+       st.floats(0.05, 4.0), st.integers(0, 2**64 - 1))
+def test_rust_model_equals_the_reference(vocab, word, alpha, seed):
+    from tinyllm._native import core
+
+    if core is None:
+        pytest.skip("the compiled core is not available")
+    pieces, unk_id = vocab
+    ref = UnigramModel(pieces, unk_id)
+    fast = core.UnigramModel(pieces, unk_id)
+    assert fast.encode(word) == ids(ref.tokenize(word))
+    assert fast.nbest(word, 5) == ref.nbest(word, 5)
+    assert fast.sample(word, alpha, seed) == ids(ref.sample(word, alpha, seed))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.peers import SHARED, hf_plain, ours, ours_reference, shared_corpus_lines, tokenizer_path
+from tests.peers import SHARED, assert_same_as_hf, hf_plain, ours, ours_reference, shared_corpus_lines, tokenizer_path
 from tinyllm.tok import IncrementalDecoder, UnigramTokenizer, load
 from tinyllm.tok.stress import stress_strings
 
@@ -21,25 +21,15 @@ def test_rut5_loads_as_unigram_with_the_fast_path():
     assert tok.vocab_size == 32100
 
 
-def _assert_same(texts, add_special):
-    ref, tok = hf_plain(NAME), ours(NAME)
-    theirs = [e.ids for e in ref.encode_batch(texts, add_special_tokens=add_special)]
-    mine = tok.encode_batch(texts, add_special, allowed_special="all")
-    for text, a, b in zip(texts, mine, theirs):
-        assert a == b, f"ids differ for {text!r}"
-    for skip in (False, True):
-        decoded = ref.decode_batch(theirs, skip_special_tokens=skip)
-        for text, a, d in zip(texts, mine, decoded):
-            assert tok.decode(a, skip_special=skip) == d, f"decode (skip_special={skip}) differs for {text!r}"
 
 
 @pytest.mark.parametrize("add_special", [False, True])
 def test_ids_and_decodes_equal_hf_on_the_shared_corpora(add_special):
-    _assert_same(shared_corpus_lines(every=5), add_special)
+    assert_same_as_hf(NAME, shared_corpus_lines(every=5), add_special)
 
 
 def test_ids_and_decodes_equal_hf_on_stress_strings():
-    _assert_same(stress_strings(2000), True)
+    assert_same_as_hf(NAME, stress_strings(2000), True)
 
 
 def test_trap_inputs():
@@ -129,3 +119,27 @@ def test_loader_rejections(path, value, message):
     doc[path[0]][path[1]] = value
     with pytest.raises(ValueError, match=message):
         tokenizer_from_document(doc)
+
+
+def test_prepend_scheme_first_equals_hf_after_added_tokens():
+    tokenizers = pytest.importorskip("tokenizers")
+    from tinyllm.tok.hf_json import tokenizer_from_document
+
+    doc = json.loads(tokenizer_path(NAME).read_text(encoding="utf-8"))
+    for part in ("pre_tokenizer", "decoder"):
+        doc[part] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}
+    ref = tokenizers.Tokenizer.from_str(json.dumps(doc))
+    tok = tokenizer_from_document(doc)
+    assert not tok.uses_fast_path  # "first" needs raw positions: the reference runs it
+    for text in ["Привет мир", "</s>Привет", "a </s>b", " x", "</s> y", "\x7fz"]:
+        assert tok.encode(text, allowed_special="all") == ref.encode(text, add_special_tokens=False).ids, repr(text)
+
+
+def test_offsets_through_strip_and_replace_point_at_the_source():
+    tok = ours(NAME)
+    text = "  Привет   мир  "
+    enc = tok.encode_structured(text)
+    ref = hf_plain(NAME).encode(text, add_special_tokens=False)
+    assert enc.ids == ref.ids
+    for (s, e), piece in zip(enc.offsets, enc.pieces):
+        assert text[s:e].strip() == piece.replace("▁", " ").strip()

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.peers import fixture_lines, hf_plain, ours, ours_reference, shared_corpus_lines, tokenizer_path
+from tests.peers import (assert_same_as_hf, fixture_lines, hf_plain, ours, ours_reference, shared_corpus_lines,
+                         tokenizer_path)
 from tinyllm.tok import IncrementalDecoder, WordPieceTokenizer, load
 from tinyllm.tok.stress import stress_strings
 
@@ -54,30 +55,20 @@ def test_bert_loads_as_wordpiece_with_the_fast_path():
     assert load(tokenizer_path("bert-base-uncased")).vocab_size == 30522
 
 
-def _assert_same(texts, add_special):
-    ref, tok = hf_plain("bert-base-uncased"), ours("bert-base-uncased")
-    theirs = [e.ids for e in ref.encode_batch(texts, add_special_tokens=add_special)]
-    mine = tok.encode_batch(texts, add_special, allowed_special="all")
-    for text, a, b in zip(texts, mine, theirs):
-        assert a == b, f"ids differ for {text!r}"
-    for skip in (False, True):
-        decoded = ref.decode_batch(theirs, skip_special_tokens=skip)
-        for text, a, d in zip(texts, mine, decoded):
-            assert tok.decode(a, skip_special=skip) == d, f"decode (skip_special={skip}) differs for {text!r}"
 
 
 @pytest.mark.parametrize("add_special", [False, True])
 def test_ids_and_decodes_equal_hf_on_fixture_code(add_special):
-    _assert_same(fixture_lines(), add_special)
+    assert_same_as_hf("bert-base-uncased", fixture_lines(), add_special)
 
 
 @pytest.mark.parametrize("add_special", [False, True])
 def test_ids_and_decodes_equal_hf_on_stress_strings(add_special):
-    _assert_same(stress_strings(3000), add_special)
+    assert_same_as_hf("bert-base-uncased", stress_strings(3000), add_special)
 
 
 def test_ids_equal_hf_on_a_slice_of_the_shared_corpora():
-    _assert_same(shared_corpus_lines(every=7), True)
+    assert_same_as_hf("bert-base-uncased", shared_corpus_lines(every=7), True)
 
 
 def test_trap_inputs():
@@ -152,3 +143,11 @@ def test_loader_rejections(path, value, message):
     doc[path[0]][path[1]] = value
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         tokenizer_from_document(doc)
+
+
+def test_pairs_without_a_template_have_type_ids_0_then_1():
+    from tests.peers import hf
+
+    tok, ref = ours("gpt2"), hf("gpt2")
+    mine, theirs = tok.encode_pair("Hello", " world"), ref.encode("Hello", " world")
+    assert (mine.ids, mine.type_ids, mine.sequence_ids) == (theirs.ids, theirs.type_ids, theirs.sequence_ids)

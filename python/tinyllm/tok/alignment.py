@@ -33,8 +33,11 @@ def _chunks(normalize, text: str) -> list[tuple[int, int, str]]:
     return chunks
 
 
-def _align_stage(normalize, text: str) -> tuple[str, list[Span]]:
+def _align_stage(stage, text: str) -> tuple[str, list[Span]]:
     """One stage: its output and, per output character, a span of `text`."""
+    if hasattr(stage, "align"):  # stages that know their own alignment (Strip)
+        return stage.align(text)
+    normalize = stage.normalize
     expected = normalize(text)
     out: list[str] = []
     align: list[Span] = []
@@ -52,7 +55,7 @@ def normalize_with_alignment(normalizer, text: str) -> tuple[str, list[Span]]:
         return text, align
     stages = getattr(normalizer, "normalizers", None)
     for stage in stages if stages is not None else (normalizer,):
-        text, inner = _align_stage(stage.normalize, text)
+        text, inner = _align_stage(stage, text)
         # Compose: a span of the stage's input becomes the raw span its characters came from.
         align = [(align[s][0], align[e - 1][1]) for s, e in inner]
     return text, align

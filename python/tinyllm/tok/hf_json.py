@@ -249,8 +249,8 @@ class _Reader:
             path = f"added_tokens[{k}]"
             self.object(item, path, ADDED_TOKEN_KEYS)
             token_id, content = item.get("id"), item.get("content")
-            if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-                raise self.error(f"{path}.id", f"expected a non-negative integer, found {_show(token_id)}")
+            if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**32:
+                raise self.error(f"{path}.id", f"expected an integer id in [0, 2**32), found {_show(token_id)}")
             if not isinstance(content, str) or not content:
                 raise self.error(f"{path}.content", f"expected a non-empty string, found {_show(content)}")
             for flag in ("single_word", "lstrip", "rstrip"):
@@ -317,8 +317,8 @@ class _Reader:
             raise self.error(f"{path}.vocab", f"expected an object mapping tokens to ids, found {_show(vocab)}")
         owner: dict[int, str] = {}
         for token, i in vocab.items():
-            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-                raise self.error(f"{path}.vocab[{_show(token)}]", f"expected a non-negative integer id, found {_show(i)}")
+            if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**32:
+                raise self.error(f"{path}.vocab[{_show(token)}]", f"expected an integer id in [0, 2**32), found {_show(i)}")
             if i in owner:
                 raise self.error(f"{path}.vocab[{_show(token)}]", f"id {i} is already the id of {_show(owner[i])}")
             owner[i] = token

@@ -92,11 +92,16 @@ class Strip(Normalizer):
     type = "Strip"
 
     def normalize(self, text: str) -> str:
+        return self.align(text)[0]
+
+    def align(self, text: str) -> tuple[str, list[tuple[int, int]]]:
+        """The stripped text and each character's span in `text` (for offsets)."""
+        start, end = 0, len(text)
         if self.left:
-            text = text.lstrip(WHITE_SPACE)
+            start = end - len(text.lstrip(WHITE_SPACE))
         if self.right:
-            text = text.rstrip(WHITE_SPACE)
-        return text
+            end = start + len(text[start:].rstrip(WHITE_SPACE))
+        return text[start:end], [(k, k + 1) for k in range(start, end)]
 
     def to_json(self) -> dict:
         return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}

@@ -33,6 +33,9 @@ class _Span:
     text: str  # normalized text of the run (the token's content for added tokens)
     align: list  # per character of `text`: (start, end) in the raw text
     token_id: Optional[int] = None
+    # Raw offset where the run begins, even if normalization deleted its first characters
+    # (Hugging Face's `offsets_original().0`, which Metaspace's "first" scheme reads).
+    raw_start: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,18 @@ class PipelineTokenizer(TokenizerBase):
         self._added_by_content = {t.content: t for t in self.added_tokens}
         self._fast = None  # set by subclasses that attach a Rust engine
         self._decoder = decoder if decoder is not None else Joined()
+
+    # -- fast path ----------------------------------------------------------------------------
+    @property
+    def uses_fast_path(self) -> bool:
+        """Whether encoding runs in the Rust engine (else in the readable reference)."""
+        return self._fast is not None
+
+    def use_reference(self):
+        """Detach the Rust engine from this tokenizer, in place, and return it (for comparisons
+        and debugging)."""
+        self._fast = None
+        return self
 
     # -- the protocol -------------------------------------------------------------------------
     @property
@@ -178,19 +193,20 @@ class PipelineTokenizer(TokenizerBase):
                     offset_coordinate: str = "raw_codepoints") -> EncodedSequence:
         """Encode two texts as one input (BERT's sentence pairs), with type and sequence ids.
 
-        With `add_special` the post-processor's `pair` template applies (`[CLS] A [SEP] B [SEP]`);
-        each offset indexes the text its token came from, as `sequence_ids` tells.
+        With `add_special` (the default here, since pairs exist for models that separate them) the
+        post-processor's `pair` template applies (`[CLS] A [SEP] B [SEP]`); each offset indexes the
+        text its token came from, as `sequence_ids` tells.
         """
         if offset_coordinate not in COORDINATES:
             raise ValueError(
-                f"encode_structured: offset_coordinate = {offset_coordinate!r}; expected one of {', '.join(COORDINATES)}"
+                f"encode: offset_coordinate = {offset_coordinate!r}; expected one of {', '.join(COORDINATES)}"
             )
         policy = self._policy(allowed_special, disallowed_special)
         parts = []
         for label, t in (("text", text), ("pair", pair)):
             if t is None:
                 continue
-            t = clean_text(require_str(t, f"encode_pair: {label}"))
+            t = clean_text(require_str(t, f"encode: {label}"))
             raise_if_disallowed(t, policy)
             parts.append(self._encode_reference(t, policy))
         processor = self.post_processor or PostProcessor()
@@ -230,13 +246,17 @@ class PipelineTokenizer(TokenizerBase):
             normalized, align = normalize_with_alignment(self.normalizer, text[start:end])
             align = [(a + start, b + start) for a, b in align]
             last = 0
+
+            def text_span(s: int, e: int) -> _Span:
+                return _Span(normalized[s:e], align[s:e], raw_start=start if s == 0 else align[s][0])
+
             for s, e in find_all(normalized, frozenset(norm_tokens)):
                 if s > last:
-                    spans.append(_Span(normalized[last:s], align[last:s]))
+                    spans.append(text_span(last, s))
                 spans.append(_Span(normalized[s:e], align[s:e], norm_tokens[normalized[s:e]]))
                 last = e
             if last < len(normalized):
-                spans.append(_Span(normalized[last:], align[last:]))
+                spans.append(text_span(last, len(normalized)))
 
         last = 0
         for s, e in find_all(text, raw_tokens):
@@ -259,7 +279,7 @@ class PipelineTokenizer(TokenizerBase):
                 continue
             pieces = [(span.text, 0, len(span.text))]
             if self.pre_tokenizer is not None:
-                pieces = self.pre_tokenizer.apply(pieces, at_text_start=span.align[0][0] == 0)
+                pieces = self.pre_tokenizer.apply(pieces, at_text_start=span.raw_start == 0)
             for piece_text, ps, pe in pieces:
                 out.extend(self._encode_piece(byte_at, span, piece_text, ps, pe, segment))
         return out

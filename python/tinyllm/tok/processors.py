@@ -40,7 +40,7 @@ class PostProcessor:
         return wrapped.ids, wrapped.inserted
 
     def apply_pair(self, a: list[int], b: Optional[list[int]], add_special: bool) -> Wrapped:
-        """Without a template, Hugging Face concatenates: type ids 0, sequence ids 0 then 1."""
+        """Without a template, Hugging Face concatenates: type and sequence ids 0, then 1."""
         return default_pair(a, b)
 
     def to_json(self) -> dict:
@@ -124,5 +124,5 @@ def default_pair(a: list[int], b: Optional[list[int]]) -> Wrapped:
     out = Wrapped([], [], [], [])
     _extend(out, a, False, 0, 0)
     if b is not None:
-        _extend(out, b, False, 0, 1)
+        _extend(out, b, False, 1, 1)
     return out

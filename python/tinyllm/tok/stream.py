@@ -21,8 +21,10 @@ from tinyllm.tok.utf8 import new_utf8_decoder
 class IncrementalDecoder:
     """Decode ids one at a time for any tokenizer.
 
-    The tokenizer's `token_bytes(id)` supplies each token's exact bytes; a tokenizer without it is
-    decoded through `decode([id])`, which is exact only when every token is whole characters.
+    The tokenizer's `token_bytes(id)` supplies each token's exact bytes (`token_bytes(id, first)`
+    when its decoder treats the first token differently, as WordPiece and Metaspace do); a
+    tokenizer without it is decoded through `decode([id])`, which is exact only when every token
+    is whole characters.
     With `skip_special=True`, ids in `tokenizer.special_ids` produce no text.
     """
 
@@ -38,7 +40,7 @@ class IncrementalDecoder:
         self._first = True
         self._utf8 = new_utf8_decoder()
 
-    def _bytes_via_decode(self, token_id: int) -> bytes:
+    def _bytes_via_decode(self, token_id: int, first: bool = False) -> bytes:
         return self.tokenizer.decode([token_id]).encode("utf-8")
 
     def push(self, token_id: int) -> str:
@@ -58,7 +60,9 @@ class IncrementalDecoder:
         return "".join(self.push(i) for i in ids)
 
     def flush(self) -> str:
-        """End of the stream: decode what is still pending (an unfinished character is one U+FFFD)."""
+        """End of the stream: decode what is still pending (an unfinished character is one U+FFFD).
+        The next id pushed starts a new stream."""
+        self._first = True
         return self._utf8.flush()
 
     @property

@@ -33,6 +33,10 @@ def build_text_engine(tok, model_type: str, model_spec: dict):
         return None
     if normalizer is not None and any(t.normalized for t in tok.added_tokens):
         return None  # normalized added tokens are matched after normalization: reference only
+    if '"prepend_scheme": "first"' in json.dumps(pre):
+        # "first" depends on where each piece sits in the raw input (after normalizer deletions
+        # and earlier pre-tokenizer stages); the reference tracks that, the engine does not.
+        return None
     added = [(t.content, t.id) for t in tok.added_tokens]
     try:
         return core.TextEngine(model_type, json.dumps(model_spec), json.dumps(normalizer), json.dumps(pre), added)

@@ -3,14 +3,16 @@
 Besides the deterministic (Viterbi) encoding it samples segmentations for subword
 regularization: `encode(text, sample=True, alpha=0.5, seed=3)` draws each pre-token's
 segmentation from the tempered distribution q(z) ∝ P(z)^alpha. The draw is a pure function of
-`(text, alpha, seed)`: pre-token k of the text uses the seed `piece_seed(seed, k)`, so results do
-not depend on threads, batching or earlier calls.
+`(text, alpha, seed)`: pre-token k (counting from 0) of the text uses the seed
+`piece_seed(seed, k)`, so results do not depend on threads, batching or earlier calls.
 
 >>> piece_seed(7, 0) != piece_seed(7, 1)
 True
 """
 
 from __future__ import annotations
+
+import itertools
 
 from tinyllm.tok.pipeline import PipelineTokenizer
 from tinyllm.tok.specials import SpecialSet, raise_if_disallowed
@@ -20,7 +22,8 @@ _MASK = (1 << 64) - 1
 
 
 def piece_seed(seed: int, k: int) -> int:
-    """The seed of pre-token `k`: splitmix64's output function applied to `seed + k * golden`."""
+    """The seed of pre-token `k`: output k of splitmix64 started at `seed` (its state after k + 1
+    steps of adding the golden-ratio increment, then mixed)."""
     z = (seed + (k + 1) * 0x9E3779B97F4A7C15) & _MASK
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
@@ -34,15 +37,6 @@ class UnigramTokenizer(PipelineTokenizer):
     def __init__(self, model, **stages) -> None:
         super().__init__(model, **stages)
         self._fast = _build_engine(self)
-
-    @property
-    def uses_fast_path(self) -> bool:
-        return self._fast is not None
-
-    def use_reference(self) -> "UnigramTokenizer":
-        """This tokenizer with the Rust engine detached (for comparisons and debugging)."""
-        self._fast = None
-        return self
 
     def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
                disallowed_special: SpecialSet = (), sample: bool = False, alpha: float = 1.0,
@@ -59,7 +53,7 @@ class UnigramTokenizer(PipelineTokenizer):
         text = clean_text(require_str(text, "encode: text"))
         policy = self._policy(allowed_special, disallowed_special)
         raise_if_disallowed(text, policy)
-        counter = iter(range(1 << 62))
+        counter = itertools.count()
 
         def draw(word: str):
             return self.model.sample(word, float(alpha), piece_seed(seed, next(counter)))

@@ -89,14 +89,6 @@ class BPETokenizer(PipelineTokenizer):
         super().__init__(model, **stages)
         self._fast = _build_engine(self)
 
-    @property
-    def uses_fast_path(self) -> bool:
-        return self._fast is not None
-
-    def use_reference(self) -> "BPETokenizer":
-        """This tokenizer with the Rust engine detached (for comparisons and debugging)."""
-        self._fast = None
-        return self
 
 
 def _build_engine(tok: BPETokenizer):

@@ -90,15 +90,6 @@ class WordPieceTokenizer(PipelineTokenizer):
         super().__init__(model, **stages)
         self._fast = _build_engine(self)
 
-    @property
-    def uses_fast_path(self) -> bool:
-        return self._fast is not None
-
-    def use_reference(self) -> "WordPieceTokenizer":
-        """This tokenizer with the Rust engine detached (for comparisons and debugging)."""
-        self._fast = None
-        return self
-
 
 def _build_engine(tok: WordPieceTokenizer):
     """The Rust engine for `tok`, or None when the pipeline is outside what the engine runs."""
