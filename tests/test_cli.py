@@ -111,3 +111,23 @@ def test_installed_entry_point_runs():
 def test_default_tokenizer_is_gpt2(capsys):
     assert run(capsys, "encode", " cat") == (0, "3797\n", "")
     assert run(capsys, "decode", "3797") == (0, " cat\n", "")
+
+
+def test_train_bpe_writes_tokenizer_and_report(tmp_path, capsys):
+    import hashlib
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("low lower lowest\nnewer newest widest\n" * 20, encoding="utf-8")
+    out_dir = tmp_path / "model"
+    code, out, err = run(capsys, "train", "bpe", str(corpus), "-o", str(out_dir), "--vocab-size", "300",
+                         "--special", "<|endoftext|>", "--quiet")
+    assert code == 0, err
+    report = json.loads((out_dir / "training_report.json").read_text())
+    assert report["stop_reason"] in ("max_merges", "min_frequency", "no_pairs")
+    assert report["vocab_size"] == 256 + report["merges"] + 1
+    assert report["corpus"][0]["sha256"] == hashlib.sha256(corpus.read_bytes()).hexdigest()
+    assert f"{report['vocab_size']} ids" in out
+    code, out, _ = run(capsys, "decode", "-t", str(out_dir), *run(capsys, "encode", "-t", str(out_dir), "lowest newer")[1].split())
+    assert out == "lowest newer\n"
+    code, _, err = run(capsys, "train", "bpe", str(corpus), "-o", str(out_dir), "--vocab-size", "100")
+    assert code == 2 and "vocab_size: expected an integer >= 256" in err

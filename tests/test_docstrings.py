@@ -29,6 +29,7 @@ MODULES = [
     "tinyllm.tok.precompiled",
     "tinyllm.tok.unigram_tokenizer",
     "tinyllm.seq.encoded",
+    "tinyllm.tok.train_bpe",
 ]
 
 

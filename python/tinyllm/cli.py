@@ -5,6 +5,7 @@
     echo -n "hi" | tinyllm encode --json     # text on stdin, machine-readable output
     tinyllm decode 104 195 169               # text
     tinyllm train char corpus.txt -o model/  # writes model/tinyllm_char.json and model/config.json
+    tinyllm train bpe corpus.txt -o model/ --vocab-size 8000   # tokenizer.json + training_report.json
 
 Errors print one line on stderr and exit with status 2.
 """
@@ -149,6 +150,48 @@ def _cmd_train(args: argparse.Namespace) -> None:
     _print(f"wrote {out / FILE_NAME}: {tok.vocab_size} ids ({n_special} special, {tok.vocab_size - n_special} characters)")
 
 
+def _cmd_train_bpe(args: argparse.Namespace) -> None:
+    import hashlib
+    import resource
+    import time
+
+    from tinyllm.tok.models.bpe import BPETokenizer
+
+    show = not args.quiet and sys.stderr.isatty()
+    corpus = []
+    for name in args.files:
+        path = Path(name)
+        if not path.is_file():
+            raise CliError(f"train: {name}: not a readable file")
+        corpus.append(path)
+
+    def announce(k: int, path: Path):
+        if show:
+            sys.stderr.write(f"\rcounting {k + 1}/{len(corpus)}: {path.name[:40]:40}")
+            sys.stderr.flush()
+        return path
+
+    start = time.perf_counter()
+    tok = BPETokenizer.train((announce(k, p) for k, p in enumerate(corpus)), args.vocab_size,
+                             min_frequency=args.min_frequency, special_tokens=args.special or (),
+                             pattern=args.pattern)
+    if show:
+        sys.stderr.write("\n")
+    seconds = time.perf_counter() - start
+    out = Path(args.output)
+    tok.save(out)
+    _write_config(out / "config.json")
+    report = dict(tok.training_report)
+    report["corpus"] = [{"path": str(p), "bytes": p.stat().st_size,
+                         "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in corpus]
+    report["seconds"] = round(seconds, 3)
+    report["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    report["merges_learned"] = [list(m) for m in tok.model.merges]
+    atomic_write_text(out / "training_report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    _print(f"wrote {out / 'tokenizer.json'}: {report['vocab_size']} ids ({report['merges']} merges, "
+           f"stopped: {report['stop_reason']}) in {seconds:.1f} s")
+
+
 def _write_config(path: Path) -> None:
     """Point the model directory at its tokenizer file, keeping any other config keys."""
     config = {}
@@ -203,6 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--special", action="append", metavar="TEXT", help="add <bos>, <eos> or <pad> (repeatable)"
     )
     char.set_defaults(run=_cmd_train)
+    bpe = kinds.add_parser("bpe", help="a byte-level BPE tokenizer (tokenizer.json)")
+    bpe.add_argument("files", nargs="+", help="UTF-8 text files, read line by line")
+    bpe.add_argument("--output", "-o", required=True, help="the model directory to write")
+    bpe.add_argument("--vocab-size", type=int, required=True, help="final size: 256 bytes + merges + specials")
+    bpe.add_argument("--min-frequency", type=int, default=2, help="stop when the best pair is rarer (default 2)")
+    bpe.add_argument("--special", action="append", metavar="TEXT", help="a special token (repeatable)")
+    bpe.add_argument("--pattern", default="gpt2", help="pre-token regex: gpt2, llama3 or a regex")
+    bpe.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    bpe.set_defaults(run=_cmd_train_bpe)
     return parser
 
 

@@ -89,6 +89,24 @@ class BPETokenizer(PipelineTokenizer):
         super().__init__(model, **stages)
         self._fast = _build_engine(self)
 
+    @classmethod
+    def train(cls, corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens=(), pattern: str = "gpt2"):
+        """Train a byte-level BPE tokenizer on `corpus` (an iterable of texts and/or file paths).
+
+        Regex-bounded (merges never cross pre-tokens; `pattern` is "gpt2", "llama3" or a regex),
+        deterministic (ties go to the smallest id pair), merge r gets id 256 + r and the special tokens
+        come last. `tok.training_report` says how many merges were learned and why training stopped.
+
+        >>> tok = BPETokenizer.train(["low lower lowest"] * 3, 260, min_frequency=2)
+        >>> tok.training_report["merges"], tok.decode(tok.encode(" lowest"))
+        (4, ' lowest')
+        """
+        from tinyllm.tok.train_bpe import train
+
+        tok, report = train(corpus, vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
+                            pattern=pattern)
+        tok.training_report = report
+        return tok
 
 
 def _build_engine(tok: BPETokenizer):

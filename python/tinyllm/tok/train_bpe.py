@@ -1,0 +1,207 @@
+"""Train a byte-level BPE tokenizer: the readable reference of seed 003's training contract.
+
+The corpus is cut into pre-tokens by a regex (GPT-2's by default); each distinct pre-token is one
+training unit, a sequence of byte ids 0..255 weighted by how often it occurs. Each round:
+
+* scores every adjacent pair by its weighted count of windows (windows overlap: `aaa` has two
+  `(a, a)` windows), never across units;
+* picks the highest score, breaking ties by the smallest `(left_id, right_id)`;
+* stops if that score is below `min_frequency`, if no pair is left, or at the size cap;
+* rewrites every unit left to right without overlap (`aaa` -> `X a`); the new id is 256 + rank.
+
+Seed 003's trace, on byte-like ids a=0, b=1, c=2, d=3:
+
+>>> units = [([0, 0, 0, 1], 2), ([3, 0, 0, 0, 1, 0, 2], 1)]
+>>> train_merges_reference(units, base_size=4, max_merges=4, min_frequency=2)
+([(0, 0), (0, 1), (4, 5)], 'min_frequency')
+
+Special tokens get the ids after the base and merge ids and are never merged (they never reach
+the trainer as text).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Sequence
+
+import regex
+
+from tinyllm.tok.pre_tokenizers import GPT2_PATTERN
+from tinyllm.tok.specials import leftmost_longest
+from tinyllm.tok.text import clean_text
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+PATTERNS = {"gpt2": GPT2_PATTERN, "llama3": LLAMA3_PATTERN}
+STOP_REASONS = ("max_merges", "min_frequency", "no_pairs")
+
+Unit = tuple  # (symbols: list[int], frequency: int)
+
+
+def compile_pattern(pattern: str) -> "regex.Pattern":
+    """A named pattern ("gpt2", "llama3") or a regex; ValueError names `pattern` if it is invalid."""
+    if not isinstance(pattern, str):
+        raise ValueError(f"pattern: expected \"gpt2\", \"llama3\" or a regex string, found {pattern!r}")
+    source = PATTERNS.get(pattern, pattern)
+    try:
+        return regex.compile(source)
+    except regex.error as e:
+        raise ValueError(f"pattern: {pattern!r} is not a valid regex ({e})") from None
+
+
+def count_pretokens(texts: Iterable[str], pattern: str = "gpt2", specials: Sequence[str] = ()) -> Counter:
+    """How often each pre-token (as UTF-8 bytes) occurs; texts are streamed, never all held.
+
+    Special-token text is cut out first (leftmost-longest, as encoding does), so no merge ever
+    learns from it.
+    """
+    compiled = compile_pattern(pattern)
+    cut = leftmost_longest(frozenset(specials))
+    counts: Counter = Counter()
+    for k, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{k}]: expected a str, found {type(text).__name__}")
+        text = clean_text(text)
+        for gap in cut.split(text) if cut is not None else (text,):
+            counts.update(m.group().encode("utf-8") for m in compiled.finditer(gap))
+    return counts
+
+
+def _pair_counts(units: Sequence[Unit]) -> Counter:
+    counts: Counter = Counter()
+    for symbols, freq in units:
+        for pair in zip(symbols, symbols[1:]):
+            counts[pair] += freq
+    return counts
+
+
+def rewrite(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    """Replace occurrences of `pair` left to right without overlap.
+
+    >>> rewrite([0, 0, 0, 1], (0, 0), 4)
+    [4, 0, 1]
+    """
+    out: list[int] = []
+    i = 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+def train_merges_reference(units: Sequence[Unit], base_size: int, max_merges: int,
+                           min_frequency: int) -> tuple[list[tuple[int, int]], str]:
+    """The merges and the stop reason, recounting every pair every round (the reference)."""
+    current = [(list(symbols), freq) for symbols, freq in units]
+    merges: list[tuple[int, int]] = []
+    while True:
+        if len(merges) >= max_merges:
+            return merges, "max_merges"
+        counts = _pair_counts(current)
+        if not counts:
+            return merges, "no_pairs"
+        pair, score = min(counts.items(), key=lambda item: (-item[1], item[0]))
+        if score < min_frequency:
+            return merges, "min_frequency"
+        new_id = base_size + len(merges)
+        current = [(rewrite(symbols, pair, new_id), freq) for symbols, freq in current]
+        merges.append(pair)
+
+
+def units_from_counts(counts: Counter) -> list[Unit]:
+    """Training units in a fixed order (by bytes), so nothing depends on counting order."""
+    return [(list(piece), freq) for piece, freq in sorted(counts.items())]
+
+
+def _corpus_texts(corpus) -> Iterable[str]:
+    """Texts of a corpus: str items are texts, os.PathLike items are UTF-8 files read line by line."""
+    import os
+
+    if isinstance(corpus, (str, bytes)):
+        raise ValueError("corpus: expected an iterable of texts or file paths, found a single "
+                         f"{type(corpus).__name__} (wrap it in a list)")
+    for k, item in enumerate(corpus):
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, os.PathLike):
+            try:
+                with open(item, encoding="utf-8", newline="") as f:
+                    yield from f
+            except (OSError, UnicodeDecodeError) as e:
+                raise ValueError(f"corpus[{k}]: cannot read {os.fspath(item)!r} as UTF-8 text ({e})") from None
+        else:
+            raise ValueError(f"corpus[{k}]: expected a str or a path, found {type(item).__name__}")
+
+
+def check_parameters(vocab_size, min_frequency, special_tokens) -> list[str]:
+    specials = list(special_tokens)
+    for k, s in enumerate(specials):
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"special_tokens[{k}]: expected a non-empty str, found {s!r}")
+        if s in specials[:k]:
+            raise ValueError(f"special_tokens[{k}]: {s!r} is listed twice")
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 256 + len(specials):
+        raise ValueError(f"vocab_size: expected an integer >= {256 + len(specials)} (256 bytes + "
+                         f"{len(specials)} special tokens), found {vocab_size!r}")
+    if not isinstance(min_frequency, int) or isinstance(min_frequency, bool) or min_frequency < 1:
+        raise ValueError(f"min_frequency: expected an integer >= 1, found {min_frequency!r}")
+    return specials
+
+
+def learn_merges(units: Sequence[Unit], max_merges: int, min_frequency: int) -> tuple[list[tuple[int, int]], str]:
+    """The merges, from the Rust trainer when the core is built, else from the reference."""
+    from tinyllm._native import core
+
+    if core is not None and hasattr(core, "train_bpe_merges"):
+        return core.train_bpe_merges(units, 256, max_merges, min_frequency)
+    return train_merges_reference(units, 256, max_merges, min_frequency)
+
+
+def build_tokenizer(merges: Sequence[tuple[int, int]], specials: Sequence[str], pattern: str):
+    """A BPETokenizer whose ids are the training ids: byte b is id b, merge r is id 256 + r, then
+    the specials. A merge whose bytes an earlier token already spells keeps its id unused: the
+    vocabulary maps those bytes to the earlier id, as Hugging Face's trainer does."""
+    from tinyllm.tok import decoders, pre_tokenizers
+    from tinyllm.tok.added import AddedToken
+    from tinyllm.tok.bytemap import token_string
+    from tinyllm.tok.models.bpe import BPEModel, BPETokenizer
+
+    pieces = [bytes([b]) for b in range(256)]
+    for left, right in merges:
+        pieces.append(pieces[left] + pieces[right])
+    vocab: dict[str, int] = {}
+    for i, piece in enumerate(pieces):
+        vocab.setdefault(token_string(piece), i)
+    merge_strings = [(token_string(pieces[a]), token_string(pieces[b])) for a, b in merges]
+    added = [AddedToken(len(pieces) + k, s, special=True) for k, s in enumerate(specials)]
+    if pattern == "gpt2":
+        pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        pre = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(PATTERNS.get(pattern, pattern), True, "Isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
+    model = BPEModel(vocab, merge_strings)
+    return BPETokenizer(model, pre_tokenizer=pre, decoder=decoders.ByteLevel(add_prefix_space=False),
+                        added_tokens=added)
+
+
+def train(corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens: Sequence[str] = (),
+          pattern: str = "gpt2"):
+    """Train on `corpus` (texts and/or file paths); returns (tokenizer, report dict)."""
+    specials = check_parameters(vocab_size, min_frequency, special_tokens)
+    compile_pattern(pattern)
+    counts = count_pretokens(_corpus_texts(corpus), pattern, specials)
+    if not counts:
+        raise ValueError("corpus: no text to train on (it is empty, or the pattern matches nothing)")
+    units = units_from_counts(counts)
+    max_merges = vocab_size - 256 - len(specials)
+    merges, stop = learn_merges(units, max_merges, min_frequency)
+    report = {"vocab_size": 256 + len(merges) + len(specials), "requested_vocab_size": vocab_size,
+              "merges": len(merges), "stop_reason": stop, "min_frequency": min_frequency,
+              "special_tokens": specials, "pattern": pattern, "pre_tokens": len(units)}
+    return build_tokenizer(merges, specials, pattern), report
