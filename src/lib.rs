@@ -6,6 +6,7 @@
 pub mod bert_tables;
 pub mod bert_text;
 pub mod bpe;
+pub mod bpe_train;
 pub mod bytemap;
 pub mod engine;
 pub mod error;

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use crate::bert_text::{self, BertNormalizer};
 use crate::bpe::BpeModel;
+use crate::bpe_train;
 use crate::engine::Engine;
 use crate::text_engine::{decode_base64, Model, Normalizer, PreTokenizer as TextPreTokenizer, TextEngine};
 use crate::unigram::UnigramModel;
@@ -498,6 +499,25 @@ fn whitespace_split(text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
     Ok(pieces)
 }
 
+/// Learn BPE merges (see `tinyllm.tok.train_bpe`): the merges and the stop reason, with the
+/// GIL released.
+#[pyfunction]
+fn train_bpe_merges(
+    py: Python<'_>,
+    units: Vec<(Vec<u32>, u64)>,
+    base_size: u32,
+    max_merges: usize,
+    min_frequency: u64,
+) -> PyResult<(Vec<(u32, u32)>, &'static str)> {
+    let training = py.detach(|| bpe_train::train(&units, base_size, max_merges, min_frequency))?;
+    let stop = match training.stop {
+        bpe_train::StopReason::MaxMerges => "max_merges",
+        bpe_train::StopReason::MinFrequency => "min_frequency",
+        bpe_train::StopReason::NoPairs => "no_pairs",
+    };
+    Ok((training.merges, stop))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(byte_alphabet, m)?)?;
@@ -509,6 +529,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bert_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(bert_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(whitespace_split, m)?)?;
+    m.add_function(wrap_pyfunction!(train_bpe_merges, m)?)?;
     m.add_class::<PyUtf8Decoder>()?;
     m.add_class::<PyBpeEngine>()?;
     m.add_class::<PyTextEngine>()?;
