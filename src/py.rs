@@ -499,6 +499,104 @@ fn whitespace_split(text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
     Ok(pieces)
 }
 
+/// Pre-token counts for BPE training, gathered in parallel with the GIL released; the counts are
+/// a multiset, so the result does not depend on the thread count or the order of the texts.
+#[pyclass(name = "PretokenCounter", module = "tinyllm._core", frozen)]
+struct PyPretokenCounter {
+    pre: PreTokenizer,
+    counts: std::sync::Mutex<rustc_hash::FxHashMap<Vec<u8>, u64>>,
+}
+
+type Counts = rustc_hash::FxHashMap<Vec<u8>, u64>;
+
+/// The sum of two count maps (the smaller is folded into the larger).
+fn merge_counts(a: Counts, b: Counts) -> Counts {
+    let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+    for (piece, n) in small {
+        *big.entry(piece).or_insert(0) += n;
+    }
+    big
+}
+
+#[pymethods]
+impl PyPretokenCounter {
+    #[new]
+    fn new(pre_tokenizer_json: &str) -> PyResult<Self> {
+        Ok(PyPretokenCounter {
+            pre: PreTokenizer::from_json(&parse_json(pre_tokenizer_json, "pre_tokenizer_json")?)?,
+            counts: std::sync::Mutex::new(Counts::default()),
+        })
+    }
+
+    /// Count the pre-tokens of `texts`.
+    fn add(&self, py: Python<'_>, texts: Vec<Bound<'_, PyString>>) -> PyResult<()> {
+        let owned = texts.iter().map(text_as_utf8).collect::<PyResult<Vec<_>>>()?;
+        let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+        let pre = &self.pre;
+        let batch = py.detach(|| {
+            views
+                .par_iter()
+                .try_fold(Counts::default, |mut counts, text| {
+                    pre.for_each_piece(text, &mut |piece| match counts.get_mut(piece) {
+                        Some(n) => *n += 1,
+                        None => {
+                            counts.insert(piece.to_vec(), 1);
+                        }
+                    })?;
+                    Ok::<_, Error>(counts)
+                })
+                .try_reduce(Counts::default, |a, b| Ok(merge_counts(a, b)))
+        })?;
+        let mut counts = self
+            .counts
+            .lock()
+            .map_err(|_| PyValueError::new_err("PretokenCounter: poisoned"))?;
+        let current = std::mem::take(&mut *counts);
+        *counts = merge_counts(current, batch);
+        Ok(())
+    }
+
+    /// The number of distinct pre-tokens so far.
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self
+            .counts
+            .lock()
+            .map_err(|_| PyValueError::new_err("PretokenCounter: poisoned"))?
+            .len())
+    }
+
+    /// Learn merges from the counted pre-tokens (units in byte order): merges and stop reason.
+    fn train(
+        &self,
+        py: Python<'_>,
+        base_size: u32,
+        max_merges: usize,
+        min_frequency: u64,
+    ) -> PyResult<(Vec<(u32, u32)>, &'static str)> {
+        let counts = self
+            .counts
+            .lock()
+            .map_err(|_| PyValueError::new_err("PretokenCounter: poisoned"))?;
+        let training = py.detach(|| {
+            let mut units: Vec<(Vec<u32>, u64)> = counts
+                .iter()
+                .map(|(piece, &n)| (piece.iter().map(|&b| b as u32).collect(), n))
+                .collect();
+            units.sort_unstable();
+            bpe_train::train(&units, base_size, max_merges, min_frequency)
+        })?;
+        Ok((training.merges, stop_name(training.stop)))
+    }
+}
+
+fn stop_name(stop: bpe_train::StopReason) -> &'static str {
+    match stop {
+        bpe_train::StopReason::MaxMerges => "max_merges",
+        bpe_train::StopReason::MinFrequency => "min_frequency",
+        bpe_train::StopReason::NoPairs => "no_pairs",
+    }
+}
+
 /// Learn BPE merges (see `tinyllm.tok.train_bpe`): the merges and the stop reason, with the
 /// GIL released.
 #[pyfunction]
@@ -510,12 +608,7 @@ fn train_bpe_merges(
     min_frequency: u64,
 ) -> PyResult<(Vec<(u32, u32)>, &'static str)> {
     let training = py.detach(|| bpe_train::train(&units, base_size, max_merges, min_frequency))?;
-    let stop = match training.stop {
-        bpe_train::StopReason::MaxMerges => "max_merges",
-        bpe_train::StopReason::MinFrequency => "min_frequency",
-        bpe_train::StopReason::NoPairs => "no_pairs",
-    };
-    Ok((training.merges, stop))
+    Ok((training.merges, stop_name(training.stop)))
 }
 
 #[pymodule]
@@ -530,6 +623,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bert_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(whitespace_split, m)?)?;
     m.add_function(wrap_pyfunction!(train_bpe_merges, m)?)?;
+    m.add_class::<PyPretokenCounter>()?;
     m.add_class::<PyUtf8Decoder>()?;
     m.add_class::<PyBpeEngine>()?;
     m.add_class::<PyTextEngine>()?;

@@ -113,3 +113,21 @@ def test_empty_corpus_and_unreadable_file_are_named(tmp_path):
     bad.write_bytes(b"caf\xe9")
     with pytest.raises(ValueError, match=r"corpus\[0\]: cannot read .* as UTF-8"):
         BPETokenizer.train([bad], 300)
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "llama3"])
+def test_rust_counting_and_training_equal_the_python_reference(pattern):
+    from tinyllm.tok.train_bpe import count_pretokens, train_merges_reference, units_from_counts
+
+    lines = fixture_lines()[:1500] + ["naïve café 北京 <|x|> the end\n"] * 3
+    tok = BPETokenizer.train(lines, 700, special_tokens=["<|x|>"], pattern=pattern)
+    units = units_from_counts(count_pretokens(lines, pattern, ["<|x|>"]))
+    merges, stop = train_merges_reference(units, 256, 700 - 257, 2)
+    assert tok.training_report["stop_reason"] == stop
+    assert tok.training_report["pre_tokens"] == len(units)
+    from tinyllm.tok.bytemap import token_string
+
+    pieces = [bytes([b]) for b in range(256)]
+    for a, b in merges:
+        pieces.append(pieces[a] + pieces[b])
+    assert tok.model.merges == [(token_string(pieces[a]), token_string(pieces[b])) for a, b in merges]

@@ -152,15 +152,6 @@ def check_parameters(vocab_size, min_frequency, special_tokens) -> list[str]:
     return specials
 
 
-def learn_merges(units: Sequence[Unit], max_merges: int, min_frequency: int) -> tuple[list[tuple[int, int]], str]:
-    """The merges, from the Rust trainer when the core is built, else from the reference."""
-    from tinyllm._native import core
-
-    if core is not None and hasattr(core, "train_bpe_merges"):
-        return core.train_bpe_merges(units, 256, max_merges, min_frequency)
-    return train_merges_reference(units, 256, max_merges, min_frequency)
-
-
 def build_tokenizer(merges: Sequence[tuple[int, int]], specials: Sequence[str], pattern: str):
     """A BPETokenizer whose ids are the training ids: byte b is id b, merge r is id 256 + r, then
     the specials. A merge whose bytes an earlier token already spells keeps its id unused: the
@@ -190,18 +181,53 @@ def build_tokenizer(merges: Sequence[tuple[int, int]], specials: Sequence[str], 
                         added_tokens=added)
 
 
+def _learn_in_rust(texts: Iterable[str], pre_tokenizer, specials: Sequence[str], max_merges: int,
+                   min_frequency: int, batch: int = 8192):
+    """Count pre-tokens and learn merges in the Rust core: (merges, stop, distinct pre-tokens), or
+    None when the core cannot run this pre-tokenizer (the reference then does the work)."""
+    import json
+
+    from tinyllm._native import core
+
+    if core is None or not hasattr(core, "PretokenCounter"):
+        return None
+    try:
+        counter = core.PretokenCounter(json.dumps(pre_tokenizer.to_json()))
+    except ValueError:
+        return None
+    cut = leftmost_longest(frozenset(specials))
+    pending: list[str] = []
+    for k, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{k}]: expected a str, found {type(text).__name__}")
+        pending.extend(cut.split(text) if cut is not None else (text,))
+        if len(pending) >= batch:
+            counter.add(pending)
+            pending = []
+    counter.add(pending)
+    if len(counter) == 0:
+        return [], "no_pairs", 0
+    merges, stop = counter.train(256, max_merges, min_frequency)
+    return merges, stop, len(counter)
+
+
 def train(corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens: Sequence[str] = (),
           pattern: str = "gpt2"):
     """Train on `corpus` (texts and/or file paths); returns (tokenizer, report dict)."""
     specials = check_parameters(vocab_size, min_frequency, special_tokens)
     compile_pattern(pattern)
-    counts = count_pretokens(_corpus_texts(corpus), pattern, specials)
-    if not counts:
-        raise ValueError("corpus: no text to train on (it is empty, or the pattern matches nothing)")
-    units = units_from_counts(counts)
     max_merges = vocab_size - 256 - len(specials)
-    merges, stop = learn_merges(units, max_merges, min_frequency)
+    pre_tokenizer = build_tokenizer([], (), pattern).pre_tokenizer
+    learned = _learn_in_rust(_corpus_texts(corpus), pre_tokenizer, specials, max_merges, min_frequency)
+    if learned is None:
+        counts = count_pretokens(_corpus_texts(corpus), pattern, specials)
+        units = units_from_counts(counts)
+        merges, stop = train_merges_reference(units, 256, max_merges, min_frequency) if units else ([], "no_pairs")
+        learned = merges, stop, len(units)
+    merges, stop, distinct = learned
+    if distinct == 0:
+        raise ValueError("corpus: no text to train on (it is empty, or the pattern matches nothing)")
     report = {"vocab_size": 256 + len(merges) + len(specials), "requested_vocab_size": vocab_size,
               "merges": len(merges), "stop_reason": stop, "min_frequency": min_frequency,
-              "special_tokens": specials, "pattern": pattern, "pre_tokens": len(units)}
+              "special_tokens": specials, "pattern": pattern, "pre_tokens": distinct}
     return build_tokenizer(merges, specials, pattern), report
