@@ -28,10 +28,12 @@ GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
 HELD_OUT = 1_000_000
 
 CHILD = r'''
-import json, resource, sys, time
+import json, sys, time
 lib, corpus, held, vocab, workdir = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 PATTERN = sys.argv[6]
-lines = open(corpus, encoding="utf-8").read().splitlines(keepends=True)
+def lines():  # streamed: holding the corpus would dominate every trainer's peak memory
+    with open(corpus, encoding="utf-8", newline="") as f:
+        yield from f
 held_text = open(held, encoding="utf-8").read().splitlines(keepends=True)
 start = time.perf_counter()
 if lib == "tinyllm":
@@ -60,17 +62,19 @@ elif lib == "sentencepiece":
 elif lib == "rustbpe":
     import rustbpe
     tok = rustbpe.Tokenizer()
-    tok.train_from_iterator(iter(lines), vocab, pattern=PATTERN)
+    tok.train_from_iterator(lines(), vocab, pattern=PATTERN)
     elapsed = time.perf_counter() - start
     tokens = sum(len(ids) for ids in tok.batch_encode(held_text))
 elif lib == "bpeasy":
     import bpeasy, tiktoken
-    ranks = bpeasy.train_bpe(iter(lines), PATTERN, 128, vocab)
+    ranks = bpeasy.train_bpe(lines(), PATTERN, 128, vocab)
     elapsed = time.perf_counter() - start
     enc = tiktoken.Encoding("bpeasy", pat_str=PATTERN, mergeable_ranks=ranks, special_tokens={})
     tokens = sum(len(ids) for ids in enc.encode_ordinary_batch(held_text))
 held_bytes = sum(len(t.encode("utf-8")) for t in held_text)
-print(json.dumps({"seconds": elapsed, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+# VmHWM, not ru_maxrss: the latter keeps the high-water mark of the forked parent across exec.
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": elapsed, "peak_mib": peak / 1024,
                   "bytes_per_token": held_bytes / max(tokens, 1)}))
 '''
 
