@@ -131,3 +131,20 @@ def test_rust_counting_and_training_equal_the_python_reference(pattern):
     for a, b in merges:
         pieces.append(pieces[a] + pieces[b])
     assert tok.model.merges == [(token_string(pieces[a]), token_string(pieces[b])) for a, b in merges]
+
+
+def test_same_tokenizer_bytes_whatever_the_thread_count(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(fixture_lines()[:3000]), encoding="utf-8")
+    outputs = []
+    for threads in ("1", "2", "4"):
+        out = tmp_path / f"t{threads}"
+        subprocess.run([sys.executable, "-m", "tinyllm.cli", "train", "bpe", str(corpus), "-o", str(out),
+                        "--vocab-size", "800", "--quiet"],
+                       check=True, capture_output=True, env=dict(os.environ, RAYON_NUM_THREADS=threads))
+        outputs.append((out / "tokenizer.json").read_bytes())
+    assert outputs[0] == outputs[1] == outputs[2]
