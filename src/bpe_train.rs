@@ -88,6 +88,17 @@ pub fn train(
     max_merges: usize,
     min_frequency: u64,
 ) -> Result<Training, Error> {
+    train_with_progress(units, base_size, max_merges, min_frequency, None)
+}
+
+/// [`train`], storing the number of merges learned so far in `progress` (for a progress bar).
+pub fn train_with_progress(
+    units: &[(Vec<u32>, u64)],
+    base_size: u32,
+    max_merges: usize,
+    min_frequency: u64,
+    progress: Option<&std::sync::atomic::AtomicUsize>,
+) -> Result<Training, Error> {
     // ---- validation -------------------------------------------------------------------------
     if (base_size as u64)
         .checked_add(max_merges as u64)
@@ -264,6 +275,9 @@ pub fn train(
             }
         }
         merges.push((a, b));
+        if let Some(done) = progress {
+            done.store(merges.len(), std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 

@@ -566,12 +566,15 @@ impl PyPretokenCounter {
     }
 
     /// Learn merges from the counted pre-tokens (units in byte order): merges and stop reason.
+    /// With `progress`, a "merging k/n" line on stderr is refreshed while it works.
+    #[pyo3(signature = (base_size, max_merges, min_frequency, progress=false))]
     fn train(
         &self,
         py: Python<'_>,
         base_size: u32,
         max_merges: usize,
         min_frequency: u64,
+        progress: bool,
     ) -> PyResult<(Vec<(u32, u32)>, &'static str)> {
         let counts = self
             .counts
@@ -583,7 +586,32 @@ impl PyPretokenCounter {
                 .map(|(piece, &n)| (piece.iter().map(|&b| b as u32).collect(), n))
                 .collect();
             units.sort_unstable();
-            bpe_train::train(&units, base_size, max_merges, min_frequency)
+            if !progress {
+                return bpe_train::train(&units, base_size, max_merges, min_frequency);
+            }
+            let done = std::sync::atomic::AtomicUsize::new(0);
+            let finished = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    while !finished.load(std::sync::atomic::Ordering::Relaxed) {
+                        let k = done.load(std::sync::atomic::Ordering::Relaxed);
+                        eprint!("\rmerging {k}/{max_merges}");
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                    }
+                });
+                let result = bpe_train::train_with_progress(
+                    &units,
+                    base_size,
+                    max_merges,
+                    min_frequency,
+                    Some(&done),
+                );
+                finished.store(true, std::sync::atomic::Ordering::Relaxed);
+                if let Ok(t) = &result {
+                    eprint!("\rmerging {}/{max_merges}", t.merges.len());
+                }
+                result
+            })
         })?;
         Ok((training.merges, stop_name(training.stop)))
     }

@@ -174,7 +174,7 @@ def _cmd_train_bpe(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     tok = BPETokenizer.train((announce(k, p) for k, p in enumerate(corpus)), args.vocab_size,
                              min_frequency=args.min_frequency, special_tokens=args.special or (),
-                             pattern=args.pattern)
+                             pattern=args.pattern, progress=show)
     if show:
         sys.stderr.write("\n")
     seconds = time.perf_counter() - start

@@ -182,7 +182,7 @@ def build_tokenizer(merges: Sequence[tuple[int, int]], specials: Sequence[str], 
 
 
 def _learn_in_rust(texts: Iterable[str], pre_tokenizer, specials: Sequence[str], max_merges: int,
-                   min_frequency: int, batch: int = 8192):
+                   min_frequency: int, progress: bool = False, batch: int = 8192):
     """Count pre-tokens and learn merges in the Rust core: (merges, stop, distinct pre-tokens), or
     None when the core cannot run this pre-tokenizer (the reference then does the work)."""
     import json
@@ -207,18 +207,19 @@ def _learn_in_rust(texts: Iterable[str], pre_tokenizer, specials: Sequence[str],
     counter.add(pending)
     if len(counter) == 0:
         return [], "no_pairs", 0
-    merges, stop = counter.train(256, max_merges, min_frequency)
+    merges, stop = counter.train(256, max_merges, min_frequency, progress)
     return merges, stop, len(counter)
 
 
 def train(corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens: Sequence[str] = (),
-          pattern: str = "gpt2"):
-    """Train on `corpus` (texts and/or file paths); returns (tokenizer, report dict)."""
+          pattern: str = "gpt2", progress: bool = False):
+    """Train on `corpus` (texts and/or file paths); returns (tokenizer, report dict). With
+    `progress`, the merge count is shown on stderr while the merges are learned."""
     specials = check_parameters(vocab_size, min_frequency, special_tokens)
     compile_pattern(pattern)
     max_merges = vocab_size - 256 - len(specials)
     pre_tokenizer = build_tokenizer([], (), pattern).pre_tokenizer
-    learned = _learn_in_rust(_corpus_texts(corpus), pre_tokenizer, specials, max_merges, min_frequency)
+    learned = _learn_in_rust(_corpus_texts(corpus), pre_tokenizer, specials, max_merges, min_frequency, progress)
     if learned is None:
         counts = count_pretokens(_corpus_texts(corpus), pattern, specials)
         units = units_from_counts(counts)

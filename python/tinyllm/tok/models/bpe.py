@@ -90,7 +90,8 @@ class BPETokenizer(PipelineTokenizer):
         self._fast = _build_engine(self)
 
     @classmethod
-    def train(cls, corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens=(), pattern: str = "gpt2"):
+    def train(cls, corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens=(), pattern: str = "gpt2",
+              progress: bool = False):
         """Train a byte-level BPE tokenizer on `corpus` (an iterable of texts and/or file paths).
 
         Regex-bounded (merges never cross pre-tokens; `pattern` is "gpt2", "llama3" or a regex),
@@ -104,7 +105,7 @@ class BPETokenizer(PipelineTokenizer):
         from tinyllm.tok.train_bpe import train
 
         tok, report = train(corpus, vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
-                            pattern=pattern)
+                            pattern=pattern, progress=progress)
         tok.training_report = report
         return tok
 
