@@ -342,7 +342,7 @@ pub struct PreTokenizer {
     byte_level: ByteLevel,
 }
 
-fn field_bool(v: &Value, key: &str, default: bool) -> Result<bool, Error> {
+pub(crate) fn field_bool(v: &Value, key: &str, default: bool) -> Result<bool, Error> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Bool(b)) => Ok(*b),

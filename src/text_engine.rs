@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::bert_text::{bert_pre_tokenize, whitespace_split, BertNormalizer};
 use crate::engine::{AddedMatcher, AddedTokens};
 use crate::precompiled::Precompiled;
+use crate::pretokenize::field_bool;
 use crate::simple_normalizers::{Replace, Strip};
 use crate::unigram::UnigramModel;
 use crate::word_cache::{ShardedCache, WordCache};
@@ -20,14 +21,6 @@ use crate::Error;
 fn field<'a>(v: &'a Value, key: &str) -> Result<&'a Value, Error> {
     v.get(key)
         .ok_or_else(|| Error::Unsupported(format!("missing field {key:?} in {v}")))
-}
-
-fn flag(v: &Value, key: &str, default: bool) -> Result<bool, Error> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(Error::Unsupported(format!("{key}: {other}"))),
-    }
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> Result<&'a str, Error> {
@@ -80,13 +73,13 @@ impl Normalizer {
     pub fn from_json(v: &Value, charsmap: &dyn Fn(&str) -> Result<Vec<u8>, Error>) -> Result<Self, Error> {
         Ok(match text(v, "type")? {
             "BertNormalizer" => Normalizer::Bert(BertNormalizer::new(
-                flag(v, "clean_text", true)?,
-                flag(v, "handle_chinese_chars", true)?,
+                field_bool(v, "clean_text", true)?,
+                field_bool(v, "handle_chinese_chars", true)?,
                 match v.get("strip_accents") {
                     None | Some(Value::Null) => None,
-                    Some(_) => Some(flag(v, "strip_accents", false)?),
+                    Some(_) => Some(field_bool(v, "strip_accents", false)?),
                 },
-                flag(v, "lowercase", true)?,
+                field_bool(v, "lowercase", true)?,
             )),
             "Precompiled" => Normalizer::Precompiled(Box::new(Precompiled::from_bytes(&charsmap(
                 text(v, "precompiled_charsmap")?,
@@ -101,8 +94,8 @@ impl Normalizer {
                 Normalizer::Replace(Replace::new(source, is_regex, text(v, "content")?)?)
             }
             "Strip" => Normalizer::Strip(Strip::new(
-                flag(v, "strip_left", true)?,
-                flag(v, "strip_right", true)?,
+                field_bool(v, "strip_left", true)?,
+                field_bool(v, "strip_right", true)?,
             )),
             "Sequence" => Normalizer::Sequence(
                 field(v, "normalizers")?
@@ -177,7 +170,7 @@ impl PreTokenizer {
                 PreTokenizer::Metaspace {
                     replacement,
                     prepend,
-                    split: flag(v, "split", true)?,
+                    split: field_bool(v, "split", true)?,
                 }
             }
             "Sequence" => PreTokenizer::Sequence(

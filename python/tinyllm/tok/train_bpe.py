@@ -152,11 +152,24 @@ def check_parameters(vocab_size, min_frequency, special_tokens) -> list[str]:
     return specials
 
 
+def pre_tokenizer_for(pattern: str):
+    """The pre-tokenizer a trained tokenizer saves: GPT-2's ByteLevel, or a regex Split before a
+    ByteLevel that only maps bytes."""
+    from tinyllm.tok import pre_tokenizers
+
+    if pattern == "gpt2":
+        return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(PATTERNS.get(pattern, pattern), True, "Isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+
+
 def build_tokenizer(merges: Sequence[tuple[int, int]], specials: Sequence[str], pattern: str):
     """A BPETokenizer whose ids are the training ids: byte b is id b, merge r is id 256 + r, then
     the specials. A merge whose bytes an earlier token already spells keeps its id unused: the
     vocabulary maps those bytes to the earlier id, as Hugging Face's trainer does."""
-    from tinyllm.tok import decoders, pre_tokenizers
+    from tinyllm.tok import decoders
     from tinyllm.tok.added import AddedToken
     from tinyllm.tok.bytemap import token_string
     from tinyllm.tok.models.bpe import BPEModel, BPETokenizer
@@ -169,15 +182,8 @@ def build_tokenizer(merges: Sequence[tuple[int, int]], specials: Sequence[str], 
         vocab.setdefault(token_string(piece), i)
     merge_strings = [(token_string(pieces[a]), token_string(pieces[b])) for a, b in merges]
     added = [AddedToken(len(pieces) + k, s, special=True) for k, s in enumerate(specials)]
-    if pattern == "gpt2":
-        pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    else:
-        pre = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(PATTERNS.get(pattern, pattern), True, "Isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
     model = BPEModel(vocab, merge_strings)
-    return BPETokenizer(model, pre_tokenizer=pre, decoder=decoders.ByteLevel(add_prefix_space=False),
+    return BPETokenizer(model, pre_tokenizer=pre_tokenizer_for(pattern), decoder=decoders.ByteLevel(add_prefix_space=False),
                         added_tokens=added)
 
 
@@ -218,7 +224,7 @@ def train(corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens: Se
     specials = check_parameters(vocab_size, min_frequency, special_tokens)
     compile_pattern(pattern)
     max_merges = vocab_size - 256 - len(specials)
-    pre_tokenizer = build_tokenizer([], (), pattern).pre_tokenizer
+    pre_tokenizer = pre_tokenizer_for(pattern)
     learned = _learn_in_rust(_corpus_texts(corpus), pre_tokenizer, specials, max_merges, min_frequency, progress)
     if learned is None:
         counts = count_pretokens(_corpus_texts(corpus), pattern, specials)
