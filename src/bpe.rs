@@ -12,6 +12,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use crate::unigram::SplitMix64;
 use crate::Error;
 
 const NONE: u32 = u32::MAX;
@@ -156,6 +157,37 @@ impl BpeModel {
                 *id = self.external[*id as usize];
             }
         }
+    }
+
+    /// BPE-dropout: `encode_word` where each eligible merge occurrence is dropped with
+    /// probability `p`. Each step lists the adjacent pairs that have a merge by (rank, position)
+    /// and draws one `rng.next_f64()` per pair in that order (all of them, whatever the outcome);
+    /// a draw below `p` drops the occurrence for this step. The lowest-ranked, leftmost survivor
+    /// merges; with no survivor the word is done. Whole-word entries are not used. Identical to
+    /// `BPEModel.tokenize_dropout` in the Python reference. Quadratic in the word's length.
+    pub fn encode_word_dropout(&self, word: &[u8], p: f64, rng: &mut SplitMix64, out: &mut Vec<u32>) {
+        let mut symbols: Vec<u32> = word.iter().filter_map(|&b| self.symbol_of(b)).collect();
+        let mut eligible: Vec<(u32, usize, u32)> = Vec::new();
+        while symbols.len() > 1 {
+            eligible.clear();
+            for k in 0..symbols.len() - 1 {
+                if let Some((rank, merged)) = self.rank(symbols[k], symbols[k + 1]) {
+                    eligible.push((rank, k, merged));
+                }
+            }
+            eligible.sort_unstable();
+            let mut survivor = None;
+            for &candidate in &eligible {
+                let dropped = rng.next_f64() < p;
+                if !dropped && survivor.is_none() {
+                    survivor = Some(candidate);
+                }
+            }
+            let Some((_, k, merged)) = survivor else { break };
+            symbols[k] = merged;
+            symbols.remove(k + 1);
+        }
+        out.extend(symbols.iter().map(|&i| self.external[i as usize]));
     }
 
     /// The initial symbol of a byte: its token, else unk, else None (dropped, as Hugging Face

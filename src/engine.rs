@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use crate::bpe::BpeModel;
 use crate::pretokenize::PreTokenizer;
+use crate::unigram::SplitMix64;
 use crate::word_cache::ShardedCache;
 use crate::Error;
 
@@ -143,6 +144,34 @@ impl Engine {
             &mut |gap, _| self.encode_text(gap, &mut out.borrow_mut()),
             &mut |id| out.borrow_mut().push(id),
         )?;
+        Ok(out.into_inner())
+    }
+
+    /// BPE-dropout encoding of one text: pre-token k (counting across the whole text) draws from
+    /// `SplitMix64::new(SplitMix64::stream_seed(key, k))`. Bypasses the word cache.
+    pub fn encode_dropout(
+        &self,
+        text: &str,
+        matcher: Option<&AddedMatcher>,
+        p: f64,
+        key: u64,
+    ) -> Result<Vec<u32>, Error> {
+        let out = std::cell::RefCell::new(Vec::with_capacity(text.len() / 2 + 4));
+        let mut k: u64 = 0;
+        let mut gap = |gap: &str, _: usize| -> Result<(), Error> {
+            if gap.is_empty() {
+                return Ok(());
+            }
+            self.pre.for_each_piece(gap, &mut |piece| {
+                let mut rng = SplitMix64::new(SplitMix64::stream_seed(key, k));
+                k += 1;
+                self.model.encode_word_dropout(piece, p, &mut rng, &mut out.borrow_mut());
+            })
+        };
+        match matcher {
+            None => gap(text, 0)?,
+            Some(m) => m.split(text, &mut gap, &mut |id| out.borrow_mut().push(id))?,
+        }
         Ok(out.into_inner())
     }
 

@@ -324,6 +324,19 @@ impl PyBpeEngine {
         self.lists.encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
     }
 
+    /// BPE-dropout ids of `text` (probability `p`, stream key `key`); see `Engine::encode_dropout`.
+    fn encode_dropout<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'_, PyString>,
+        matchable: Vec<String>,
+        p: f64,
+        key: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        self.lists.encode_one(py, text, |t| self.inner.encode_dropout(t, matcher.as_deref(), p, key))
+    }
+
     /// Forget the cached words (results never depend on the cache).
     fn clear_cache(&self) {
         self.inner.clear_cache();
@@ -385,6 +398,19 @@ impl PyTextEngine {
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
         self.lists.encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
+    }
+
+    /// Sampled Unigram ids of `text` (temperature `alpha`, stream key `key`).
+    fn encode_sample<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'_, PyString>,
+        matchable: Vec<String>,
+        alpha: f64,
+        key: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        self.lists.encode_one(py, text, |t| self.inner.encode_sample(t, matcher.as_deref(), alpha, key))
     }
 
     /// Forget the cached words (results never depend on the cache).
@@ -617,6 +643,93 @@ impl PyPretokenCounter {
     }
 }
 
+/// Counts the words (normalized pre-tokens) of a text pipeline, for the WordPiece and Unigram
+/// trainers. A multiset, so the result does not depend on batch order or thread count.
+#[pyclass(name = "WordCounter", module = "tinyllm._core", frozen)]
+struct PyWordCounter {
+    normalizer: Option<Normalizer>,
+    pre: Option<TextPreTokenizer>,
+    counts: std::sync::Mutex<Counts>,
+}
+
+#[pymethods]
+impl PyWordCounter {
+    /// `normalizer_json` / `pre_tokenizer_json`: the stages' tokenizer.json objects, or "null".
+    #[new]
+    fn new(normalizer_json: &str, pre_tokenizer_json: &str) -> PyResult<Self> {
+        let normalizer = match parse_json(normalizer_json, "normalizer_json")? {
+            serde_json::Value::Null => None,
+            doc => Some(Normalizer::from_json(&doc, &decode_base64)?),
+        };
+        let pre = match parse_json(pre_tokenizer_json, "pre_tokenizer_json")? {
+            serde_json::Value::Null => None,
+            doc => Some(TextPreTokenizer::from_json(&doc)?),
+        };
+        Ok(PyWordCounter {
+            normalizer,
+            pre,
+            counts: std::sync::Mutex::new(Counts::default()),
+        })
+    }
+
+    /// Count the words of `texts` (each text is one stretch between special tokens).
+    fn add(&self, py: Python<'_>, texts: Vec<Bound<'_, PyString>>) -> PyResult<()> {
+        let owned = texts.iter().map(text_as_utf8).collect::<PyResult<Vec<_>>>()?;
+        let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+        let (normalizer, pre) = (self.normalizer.as_ref(), self.pre.as_ref());
+        let batch = py.detach(|| {
+            views
+                .par_iter()
+                .fold(Counts::default, |mut counts, text| {
+                    crate::text_engine::for_each_word(normalizer, pre, text, &mut |word| {
+                        match counts.get_mut(word.as_bytes()) {
+                            Some(n) => *n += 1,
+                            None => {
+                                counts.insert(word.as_bytes().to_vec(), 1);
+                            }
+                        }
+                    });
+                    counts
+                })
+                .reduce(Counts::default, merge_counts)
+        });
+        let mut counts = self
+            .counts
+            .lock()
+            .map_err(|_| PyValueError::new_err("WordCounter: poisoned"))?;
+        let current = std::mem::take(&mut *counts);
+        *counts = merge_counts(current, batch);
+        Ok(())
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self
+            .counts
+            .lock()
+            .map_err(|_| PyValueError::new_err("WordCounter: poisoned"))?
+            .len())
+    }
+
+    /// Every word with its count, in code point order.
+    fn words(&self) -> PyResult<Vec<(String, u64)>> {
+        let counts = self
+            .counts
+            .lock()
+            .map_err(|_| PyValueError::new_err("WordCounter: poisoned"))?;
+        let mut words: Vec<(&Vec<u8>, u64)> = counts.iter().map(|(w, &n)| (w, n)).collect();
+        // UTF-8 byte order is code point order.
+        words.sort_unstable();
+        words
+            .into_iter()
+            .map(|(w, n)| {
+                String::from_utf8(w.clone())
+                    .map(|s| (s, n))
+                    .map_err(|_| PyValueError::new_err("WordCounter: a word is not UTF-8"))
+            })
+            .collect()
+    }
+}
+
 fn stop_name(stop: bpe_train::StopReason) -> &'static str {
     match stop {
         bpe_train::StopReason::MaxMerges => "max_merges",
@@ -652,6 +765,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(whitespace_split, m)?)?;
     m.add_function(wrap_pyfunction!(train_bpe_merges, m)?)?;
     m.add_class::<PyPretokenCounter>()?;
+    m.add_class::<PyWordCounter>()?;
     m.add_class::<PyUtf8Decoder>()?;
     m.add_class::<PyBpeEngine>()?;
     m.add_class::<PyTextEngine>()?;

@@ -13,7 +13,7 @@ use crate::engine::{AddedMatcher, AddedTokens};
 use crate::precompiled::Precompiled;
 use crate::pretokenize::field_bool;
 use crate::simple_normalizers::{Replace, Strip};
-use crate::unigram::UnigramModel;
+use crate::unigram::{SplitMix64, UnigramModel};
 use crate::word_cache::{ShardedCache, WordCache};
 use crate::wordpiece::WordPieceModel;
 use crate::Error;
@@ -212,6 +212,28 @@ impl PreTokenizer {
     }
 }
 
+/// Normalize `text` and call `f` with each pre-token: the words a trainer counts.
+pub fn for_each_word(
+    normalizer: Option<&Normalizer>,
+    pre: Option<&PreTokenizer>,
+    text: &str,
+    f: &mut dyn FnMut(&str),
+) {
+    let (mut normalized, mut spare) = (String::new(), String::new());
+    let text = match normalizer {
+        Some(n) => {
+            n.run(text, &mut normalized, &mut spare);
+            normalized.as_str()
+        }
+        None => text,
+    };
+    match pre {
+        Some(p) => p.for_each_piece(text, f),
+        None if !text.is_empty() => f(text),
+        None => {}
+    }
+}
+
 /// Hugging Face's Metaspace: spaces become the replacement, one is put in front (by the scheme)
 /// and the text is cut before every replacement (MergedWithNext).
 fn metaspace(text: &str, replacement: char, prepend: Prepend, split: bool, f: &mut dyn FnMut(&str)) {
@@ -341,6 +363,41 @@ impl TextEngine {
             }
         }
         Ok(out)
+    }
+}
+
+impl TextEngine {
+    /// Unigram subword sampling of one text: word k (counting across the whole text) draws its
+    /// segmentation from q(z) ∝ P(z)^alpha with `SplitMix64::new(SplitMix64::stream_seed(key, k))`.
+    /// Bypasses the word cache. Errors for a WordPiece model.
+    pub fn encode_sample(
+        &self,
+        text: &str,
+        matcher: Option<&AddedMatcher>,
+        alpha: f64,
+        key: u64,
+    ) -> Result<Vec<u32>, Error> {
+        let Model::Unigram(model) = &self.model else {
+            return Err(Error::Unsupported("sampling needs a Unigram model".into()));
+        };
+        let out = std::cell::RefCell::new(Vec::with_capacity(text.len() / 2 + 4));
+        let mut k: u64 = 0;
+        let mut gap = |gap: &str, _: usize| -> Result<(), Error> {
+            let mut failed = Ok(());
+            for_each_word(self.normalizer.as_ref(), self.pre.as_ref(), gap, &mut |word| {
+                if failed.is_ok() {
+                    let mut rng = SplitMix64::new(SplitMix64::stream_seed(key, k));
+                    k += 1;
+                    failed = model.sample_with(word, alpha, &mut rng, &mut out.borrow_mut());
+                }
+            });
+            failed
+        };
+        match matcher {
+            None => gap(text, 0)?,
+            Some(m) => m.split(text, &mut gap, &mut |id| out.borrow_mut().push(id))?,
+        }
+        Ok(out.into_inner())
     }
 }
 

@@ -1,32 +1,24 @@
 """The Rust fast path equals the pure-Python reference: pre-tokenizers, merges, whole pipelines."""
 
 import json
-import unicodedata
-
-import regex
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.peers import fixture_lines, ours, ours_reference
-from tests.strategies import texts
+from tests.strategies import known_to_both, texts
 from tinyllm.tok import pre_tokenizers as pt
 from tinyllm.tok.stress import CONTRACTIONS, DIGITS, EMOJI, LETTERS, MARKS, NOT_WHITESPACE, PUNCT, WHITESPACE, stress_strings
 
 core = pytest.importorskip("tinyllm._core")
-ASSIGNED = regex.compile(r"\P{Cn}")
 
 trap_text = st.lists(
     st.sampled_from(WHITESPACE + NOT_WHITESPACE + CONTRACTIONS + MARKS + EMOJI + DIGITS + LETTERS + PUNCT),
     max_size=12,
 ).map("".join)
-# The reference runs on the `regex` module, whose Unicode tables may be newer than the oracle's
-# (Hugging Face's Oniguruma, and the Rust tables, are Unicode 16): leave out code points that
-# Python's own (older) unicodedata does not know, so both sides classify every character alike.
-any_text = st.one_of(texts, trap_text).map(
-    lambda t: "".join(c for c in t if unicodedata.category(c) != "Cn" or not ASSIGNED.match(c))
-)
+# The reference's Unicode tables may be newer than the Rust ones (see known_to_both).
+any_text = st.one_of(texts, trap_text).map(known_to_both)
 
 PRE_TOKENIZERS = {
     "gpt2": pt.ByteLevel(add_prefix_space=False),

@@ -148,6 +148,28 @@ class PipelineTokenizer(TokenizerBase):
             ids, _ = self.post_processor.apply(ids)
         return ids
 
+    def _encode_drawn(self, text: str, add_special: bool, allowed_special: SpecialSet,
+                      disallowed_special: SpecialSet, key: int, segment, fast_method: str,
+                      parameter: float) -> list[int]:
+        """Stochastic encoding: pre-token k of `text` is cut by `segment(word, rng_k)` with
+        rng_k = `stochastic.piece_rng(key, k)`; the engine's `fast_method` does the same in Rust."""
+        import itertools
+
+        from tinyllm.tok.stochastic import piece_rng
+
+        text = clean_text(require_str(text, "encode: text"))
+        policy = self._policy(allowed_special, disallowed_special)
+        raise_if_disallowed(text, policy)
+        if self._fast is not None:
+            ids = getattr(self._fast, fast_method)(text, list(self._matchable(policy)), parameter, key)
+        else:
+            counter = itertools.count()
+            ids = [t.id for t in self._encode_reference(
+                text, policy, lambda word: segment(word, piece_rng(key, next(counter))))]
+        if add_special and self.post_processor is not None:
+            ids, _ = self.post_processor.apply(ids)
+        return ids
+
     def _fast_encode(self, text: str, matchable: list[str], policy: SpecialPolicy) -> list[int]:
         try:
             return self._fast.encode(text, matchable)

@@ -29,6 +29,7 @@ import regex
 from tinyllm.tok.pre_tokenizers import GPT2_PATTERN
 from tinyllm.tok.specials import leftmost_longest
 from tinyllm.tok.text import clean_text
+from tinyllm.tok.train_common import check_special_tokens, corpus_texts
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                   r"|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -117,33 +118,8 @@ def units_from_counts(counts: Counter) -> list[Unit]:
     return [(list(piece), freq) for piece, freq in sorted(counts.items())]
 
 
-def _corpus_texts(corpus) -> Iterable[str]:
-    """Texts of a corpus: str items are texts, os.PathLike items are UTF-8 files read line by line."""
-    import os
-
-    if isinstance(corpus, (str, bytes)):
-        raise ValueError("corpus: expected an iterable of texts or file paths, found a single "
-                         f"{type(corpus).__name__} (wrap it in a list)")
-    for k, item in enumerate(corpus):
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, os.PathLike):
-            try:
-                with open(item, encoding="utf-8", newline="") as f:
-                    yield from f
-            except (OSError, UnicodeDecodeError) as e:
-                raise ValueError(f"corpus[{k}]: cannot read {os.fspath(item)!r} as UTF-8 text ({e})") from None
-        else:
-            raise ValueError(f"corpus[{k}]: expected a str or a path, found {type(item).__name__}")
-
-
 def check_parameters(vocab_size, min_frequency, special_tokens) -> list[str]:
-    specials = list(special_tokens)
-    for k, s in enumerate(specials):
-        if not isinstance(s, str) or not s:
-            raise ValueError(f"special_tokens[{k}]: expected a non-empty str, found {s!r}")
-        if s in specials[:k]:
-            raise ValueError(f"special_tokens[{k}]: {s!r} is listed twice")
+    specials = check_special_tokens(special_tokens)
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 256 + len(specials):
         raise ValueError(f"vocab_size: expected an integer >= {256 + len(specials)} (256 bytes + "
                          f"{len(specials)} special tokens), found {vocab_size!r}")
@@ -225,9 +201,9 @@ def train(corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens: Se
     compile_pattern(pattern)
     max_merges = vocab_size - 256 - len(specials)
     pre_tokenizer = pre_tokenizer_for(pattern)
-    learned = _learn_in_rust(_corpus_texts(corpus), pre_tokenizer, specials, max_merges, min_frequency, progress)
+    learned = _learn_in_rust(corpus_texts(corpus), pre_tokenizer, specials, max_merges, min_frequency, progress)
     if learned is None:
-        counts = count_pretokens(_corpus_texts(corpus), pattern, specials)
+        counts = count_pretokens(corpus_texts(corpus), pattern, specials)
         units = units_from_counts(counts)
         merges, stop = train_merges_reference(units, 256, max_merges, min_frequency) if units else ([], "no_pairs")
         learned = merges, stop, len(units)

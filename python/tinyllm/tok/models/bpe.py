@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from tinyllm.tok.pipeline import PipelineTokenizer
+from tinyllm.tok.specials import SpecialSet
 
 
 class BPEModel:
@@ -76,6 +77,44 @@ class BPEModel:
             symbols[k : k + 2] = [[merged, symbols[k][1], symbols[k + 1][2]]]
         return [(i, s, e) for i, s, e in symbols]
 
+    def tokenize_dropout(self, word: str, p: float, rng) -> list[tuple[int, int, int]]:
+        """Like `tokenize`, but each eligible merge occurrence is dropped with probability `p`.
+
+        Each step lists the adjacent pairs that have a merge, ordered by (rank, position), and
+        draws `rng.next_float()` once for each, in that order; an occurrence whose draw is below
+        `p` is dropped for this step. The lowest-ranked, leftmost survivor merges; when none
+        survives (or none was eligible) the word is done. p = 0 gives `tokenize` (every draw
+        survives), p = 1 gives the single symbols (the first step drops everything). Whole-word
+        vocabulary entries (`ignore_merges`) are not taken as such: dropout may split them.
+
+        >>> model = BPEModel({"a": 0, "b": 1, "c": 2, "ab": 3, "abc": 4}, [("a", "b"), ("ab", "c")])
+        >>> class Draws:  # a pinned trace: keep rank 0, then drop rank 1
+        ...     def __init__(self, values): self.values = iter(values)
+        ...     def next_float(self): return next(self.values)
+        >>> [model.id_to_token[i] for i, _, _ in model.tokenize_dropout("abc", 0.5, Draws([0.9, 0.1]))]
+        ['ab', 'c']
+        """
+        symbols: list[list[int]] = []
+        for k, ch in enumerate(word):
+            i = self.vocab.get(ch, self.unk_id)
+            if i is not None:
+                symbols.append([i, k, k + 1])
+        while len(symbols) > 1:
+            eligible = []
+            for k in range(len(symbols) - 1):
+                found = self.ranks.get((symbols[k][0], symbols[k + 1][0]))
+                if found is not None:
+                    eligible.append((found[0], k, found[1]))
+            eligible.sort()
+            # Every eligible occurrence gets its draw, even after the first survivor, so the number
+            # of draws per step does not depend on the outcomes.
+            survivors = [e for e in eligible if not rng.next_float() < p]
+            if not survivors:
+                break
+            _, k, merged = survivors[0]
+            symbols[k : k + 2] = [[merged, symbols[k][1], symbols[k + 1][2]]]
+        return [(i, s, e) for i, s, e in symbols]
+
 
 class BPETokenizer(PipelineTokenizer):
     """A byte-level BPE tokenizer from a tokenizer.json (GPT-2, SmolLM2, o200k, ...).
@@ -88,6 +127,32 @@ class BPETokenizer(PipelineTokenizer):
     def __init__(self, model: BPEModel, **stages) -> None:
         super().__init__(model, **stages)
         self._fast = _build_engine(self)
+
+    def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
+               disallowed_special: SpecialSet = (), dropout: Optional[float] = None, seed: int = 0,
+               epoch: int = 0, sample_id: int = 0, view: int = 0) -> list[int]:
+        """Ids of `text`. With `dropout=p`, BPE-dropout: every eligible merge occurrence is dropped
+        with probability p (see `BPEModel.tokenize_dropout`), with randomness keyed by
+        (seed, epoch, sample_id, view) (see `tinyllm.tok.stochastic`). p = 0 gives the normal ids,
+        p = 1 the byte tokens.
+
+        >>> from tinyllm.tok import load
+        >>> tok = load("gpt2")
+        >>> tok.encode(" hello", dropout=0.0) == tok.encode(" hello"), len(tok.encode(" hello", dropout=1.0))
+        (True, 6)
+        >>> tok.encode(" tokenization", dropout=0.3, seed=1, sample_id=5) == \\
+        ...     tok.encode(" tokenization", dropout=0.3, seed=1, sample_id=5)
+        True
+        """
+        if dropout is None:
+            return super().encode(text, add_special, allowed_special=allowed_special,
+                                  disallowed_special=disallowed_special)
+        from tinyllm.tok.stochastic import check_probability, segmentation_key
+
+        p = check_probability(dropout, "encode: dropout")
+        key = segmentation_key(seed, epoch, sample_id, view)
+        return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
+                                  lambda word, rng: self.model.tokenize_dropout(word, p, rng), "encode_dropout", p)
 
     @classmethod
     def train(cls, corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens=(), pattern: str = "gpt2",
