@@ -30,6 +30,11 @@ MODULES = [
     "tinyllm.tok.unigram_tokenizer",
     "tinyllm.seq.encoded",
     "tinyllm.tok.train_bpe",
+    "tinyllm.tok.train_common",
+    "tinyllm.tok.stochastic",
+    "tinyllm.tok.unigram_exact",
+    "tinyllm.seq.stop",
+    "tinyllm.seq.collate",
 ]
 
 

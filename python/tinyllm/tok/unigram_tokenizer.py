@@ -5,6 +5,17 @@ regularization: `encode(text, sample=True, alpha=0.5, seed=3, epoch=0, sample_id
 pre-token's segmentation from the tempered distribution q(z) ∝ P(z)^alpha. The draw is a pure
 function of `(text, alpha, seed, epoch, sample_id, view)` (see `tinyllm.tok.stochastic`), so
 results do not depend on threads, batching, worker count or earlier calls.
+
+>>> from tinyllm.tok.models.unigram import UnigramModel
+>>> from tinyllm.tok.pre_tokenizers import Metaspace
+>>> model = UnigramModel([("▁ab", -2.0), ("▁a", -1.5), ("b", -1.5)], unk_id=None)
+>>> tok = UnigramTokenizer(model, pre_tokenizer=Metaspace())
+>>> tok.encode("ab ab")  # ▁ab scores -2.0, ▁a + b -3.0
+[0, 0]
+>>> sorted({tuple(tok.encode("ab", sample=True, alpha=1.0, sample_id=i)) for i in range(20)})
+[(0,), (1, 2)]
+>>> tok.encode("ab ab", sample=True, alpha=1.0, seed=3, sample_id=1)  # the same on every call
+[1, 2, 0]
 """
 
 from __future__ import annotations
@@ -37,6 +48,26 @@ class UnigramTokenizer(PipelineTokenizer):
         alpha = float(alpha)
         return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
                                   lambda word, rng: self.model.sample(word, alpha, rng), "encode_sample", alpha)
+
+    @classmethod
+    def train(cls, corpus, vocab_size: int, *, special_tokens=("<unk>",), unk_token: str = "<unk>",
+              character_coverage: float = 0.9995, max_piece_length: int = 16, seed_size: int = 1_000_000,
+              shrinking_factor: float = 0.75, sub_iterations: int = 2, progress: bool = False):
+        """Train a Unigram tokenizer on `corpus` (texts and/or file paths); see
+        `tinyllm.tok.train_unigram`. `tok.training_report` says how training went.
+
+        >>> tok = UnigramTokenizer.train(["low lower lowest"] * 3, 12)
+        >>> tok.training_report["vocab_size"], tok.decode(tok.encode("lowest low"))
+        (12, 'lowest low')
+        """
+        from tinyllm.tok.train_unigram import train
+
+        tok, report = train(corpus, vocab_size, special_tokens=special_tokens, unk_token=unk_token,
+                            character_coverage=character_coverage, max_piece_length=max_piece_length,
+                            seed_size=seed_size, shrinking_factor=shrinking_factor,
+                            sub_iterations=sub_iterations, progress=progress)
+        tok.training_report = report
+        return tok
 
 
 def _build_engine(tok: UnigramTokenizer):
