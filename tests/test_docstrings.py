@@ -35,6 +35,9 @@ MODULES = [
     "tinyllm.tok.unigram_exact",
     "tinyllm.seq.stop",
     "tinyllm.seq.collate",
+    "tinyllm.seq.chat",
+    "tinyllm.seq.grammar",
+    "tinyllm.seq.stream_encode",
 ]
 
 

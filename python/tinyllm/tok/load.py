@@ -114,3 +114,10 @@ def load(path_or_name: str | os.PathLike) -> Tokenizer:
 
 def preset_names() -> list[str]:
     return sorted(PRESETS)
+
+
+def preset_directory(name: str) -> Path | None:
+    """The shipped directory of a file-backed preset (its tokenizer_config.json, chat template),
+    or None."""
+    directory = PRESET_DIR / name
+    return directory if name in PRESETS and directory.is_dir() else None

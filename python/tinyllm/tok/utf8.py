@@ -60,6 +60,25 @@ def _valid_prefix_length(buf: bytes | bytearray, start: int, length: int, lo: in
     return n
 
 
+def incomplete_suffix_length(data: bytes | bytearray) -> int:
+    """How many final bytes of `data` are the well-formed start of a character still missing
+    bytes (0 to 3): what a streaming decoder would hold back.
+
+    >>> incomplete_suffix_length(b"ok\\xe2\\x82"), incomplete_suffix_length(b"\\xe2\\x82\\xac"), incomplete_suffix_length(b"\\xff")
+    (2, 0, 0)
+    """
+    for back in range(1, min(3, len(data)) + 1):
+        start = len(data) - back
+        shape = _sequence_shape(data[start])
+        if shape is None or (data[start] & 0xC0) == 0x80:
+            continue  # not a lead byte: look further back
+        length, lo, hi = shape
+        if length > back and _valid_prefix_length(data, start, length, lo, hi) == back:
+            return back
+        return 0
+    return 0
+
+
 class Utf8StreamDecoder:
     """Feed bytes with `push`, finish with `flush`. At most three bytes are ever pending."""
 
