@@ -149,3 +149,20 @@ def test_prefix_stability():
                   "<|im_end|>{% endfor %}")
     breaks = check_prefix_stable(SMOL, turns, chat_template=marks_last)
     assert [b.turn for b in breaks] == [1, 2, 3] and all(b.position > 0 for b in breaks)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=30), st.text(max_size=30))
+def test_fast_ownership_equals_offset_tracking(user, answer):
+    import tinyllm.seq.chat as chat
+
+    messages = [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+    fast = apply_chat_template(SMOL, messages)
+    original = chat._encode_by_bytes
+    chat._encode_by_bytes = lambda *args: None
+    try:
+        slow = apply_chat_template(SMOL, messages)
+    finally:
+        chat._encode_by_bytes = original
+    assert (fast.input_ids, fast.ownership, fast.assistant_mask) == (slow.input_ids, slow.ownership,
+                                                                     slow.assistant_mask)

@@ -275,10 +275,38 @@ def _owner_at(spans, position: int):
     return TEMPLATE
 
 
+def _encode_by_bytes(tok, text: str, base: int, spans):
+    """The fast path: ids from `encode`, each token's start from the running total of its bytes.
+    Exact whenever the tokens' bytes spell the text's bytes (byte-level BPE without a
+    normalizer); None otherwise, and the offset-tracking encoder decides."""
+    token_bytes = getattr(tok, "token_bytes", None)
+    if token_bytes is None or getattr(tok, "normalizer", None) is not None \
+            or getattr(tok, "decode_depends_on_position", False):
+        return None
+    raw = text.encode("utf-8", "surrogatepass")
+    ids = tok.encode(text)
+    starts, at = [], 0
+    for i in ids:
+        starts.append(at)
+        at += len(token_bytes(i))
+    if at != len(raw):
+        return None  # a byte without a token was dropped, or a piece was rewritten
+    char_at = [0] * (len(raw) + 1)  # byte position -> index of the character containing it
+    k = 0
+    for c, ch in enumerate(text):
+        width = len(ch.encode("utf-8", "surrogatepass"))
+        char_at[k:k + width] = [c] * width
+        k += width
+    return [(i, _owner_at(spans, base + char_at[s])) for i, s in zip(ids, starts)]
+
+
 def _encode_stretch(tok, text: str, base: int, spans) -> list[tuple[int, Any]]:
     """(id, owner) for ordinary text: encoded whole, untrusted; owner by each token's first byte."""
     if not text:
         return []
+    fast = _encode_by_bytes(tok, text, base, spans)
+    if fast is not None:
+        return fast
     structured = getattr(tok, "encode_structured", None)
     if structured is None:
         # Tokenizers without offsets: encode each owner's run on its own.
