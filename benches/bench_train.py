@@ -1,8 +1,14 @@
-"""BPE training: wall time, peak memory and compression of tinyllm against HF, sentencepiece,
-rustbpe and bpeasy.
+"""Training: wall time, peak memory and compression of tinyllm against its peers.
 
-    python benches/bench_train.py                          # 10 MB, vocab 8k and 32k
+    python benches/bench_train.py                          # BPE, 10 MB, vocab 8k and 32k
     python benches/bench_train.py --mb 10 --mb 50 --vocab 32000
+    python benches/bench_train.py --model wordpiece --model unigram
+
+Peers: BPE against HF tokenizers, sentencepiece, rustbpe and bpeasy; WordPiece against HF's
+WordPieceTrainer (BertNormalizer, BertPreTokenizer); Unigram against HF's UnigramTrainer and
+sentencepiece (identity normalization, character coverage 0.9995, the same pipeline as ours:
+whitespace runs collapsed, Metaspace words). WordPiece and Unigram compression is measured on
+the held-out lines without their line breaks.
 
 The corpus is the lines of ../shared/data/corpora (en, code, multi), repeated in order until it
 reaches the size; the last 1 MB of the shared corpora is held out. Each trainer runs in its own
@@ -30,13 +36,54 @@ HELD_OUT = 1_000_000
 CHILD = r'''
 import json, sys, time
 lib, corpus, held, vocab, workdir = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-PATTERN = sys.argv[6]
+PATTERN, model = sys.argv[6], sys.argv[7]
 def lines():  # streamed: holding the corpus would dominate every trainer's peak memory
     with open(corpus, encoding="utf-8", newline="") as f:
         yield from f
-held_text = open(held, encoding="utf-8").read().splitlines(keepends=True)
+held_text = open(held, encoding="utf-8").read().splitlines(keepends=model == "bpe")
+BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 start = time.perf_counter()
-if lib == "tinyllm":
+if model == "wordpiece" and lib == "tinyllm":
+    from pathlib import Path
+    from tinyllm.tok import WordPieceTokenizer
+    tok = WordPieceTokenizer.train([Path(corpus)], vocab, min_frequency=2)
+    elapsed = time.perf_counter() - start
+    tokens = sum(len(ids) for ids in tok.encode_batch(held_text))
+elif model == "wordpiece" and lib == "hf-tokenizers":
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train([corpus], trainers.WordPieceTrainer(vocab_size=vocab, min_frequency=2, show_progress=False,
+                                                  special_tokens=BERT_SPECIALS))
+    elapsed = time.perf_counter() - start
+    tokens = sum(len(e.ids) for e in tok.encode_batch(held_text))
+elif model == "unigram" and lib == "tinyllm":
+    from pathlib import Path
+    from tinyllm.tok import UnigramTokenizer
+    tok = UnigramTokenizer.train([Path(corpus)], vocab)
+    elapsed = time.perf_counter() - start
+    tokens = sum(len(ids) for ids in tok.encode_batch(held_text))
+elif model == "unigram" and lib == "hf-tokenizers":
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.Sequence([normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.train([corpus], trainers.UnigramTrainer(vocab_size=vocab, special_tokens=["<unk>"], unk_token="<unk>",
+                                                show_progress=False))
+    elapsed = time.perf_counter() - start
+    tokens = sum(len(e.ids) for e in tok.encode_batch(held_text))
+elif model == "unigram" and lib == "sentencepiece":
+    import sentencepiece as spm
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=workdir + "/sp", vocab_size=vocab, model_type="unigram",
+                                   character_coverage=0.9995, normalization_rule_name="identity", num_threads=1,
+                                   max_sentence_length=1 << 20, minloglevel=2)
+    elapsed = time.perf_counter() - start
+    sp = spm.SentencePieceProcessor(model_file=workdir + "/sp.model")
+    tokens = sum(len(ids) for ids in sp.encode([" ".join(t.split()) for t in held_text]))
+elif model != "bpe":
+    raise SystemExit(f"{lib} does not train {model} here")
+elif lib == "tinyllm":
     from pathlib import Path
     from tinyllm.tok import BPETokenizer
     tok = BPETokenizer.train([Path(corpus)], vocab, min_frequency=2)
@@ -79,6 +126,7 @@ print(json.dumps({"seconds": elapsed, "peak_mib": peak / 1024,
 '''
 
 LIBS = ("tinyllm", "hf-tokenizers", "sentencepiece", "rustbpe", "bpeasy")
+PEERS = {"bpe": LIBS, "wordpiece": ("tinyllm", "hf-tokenizers"), "unigram": ("tinyllm", "hf-tokenizers", "sentencepiece")}
 
 
 def corpus_files(workdir: Path, megabytes: int) -> tuple[Path, Path]:
@@ -103,9 +151,9 @@ def corpus_files(workdir: Path, megabytes: int) -> tuple[Path, Path]:
     return corpus, held_path
 
 
-def run(lib: str, corpus: Path, held: Path, vocab: int, workdir: Path) -> dict:
+def run(model: str, lib: str, corpus: Path, held: Path, vocab: int, workdir: Path) -> dict:
     env = dict(os.environ, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-c", CHILD, lib, str(corpus), str(held), str(vocab), str(workdir), GPT2_PATTERN]
+    cmd = [sys.executable, "-c", CHILD, lib, str(corpus), str(held), str(vocab), str(workdir), GPT2_PATTERN, model]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1][:80]}
@@ -117,6 +165,7 @@ def main() -> int:
     parser.add_argument("--mb", type=int, action="append", help="corpus size in MB (repeatable; default 10)")
     parser.add_argument("--vocab", type=int, action="append", help="vocabulary size (repeatable; default 8000, 32000)")
     parser.add_argument("--lib", action="append", choices=LIBS, help="only these trainers")
+    parser.add_argument("--model", action="append", choices=sorted(PEERS), help="what to train (default bpe)")
     args = parser.parse_args()
     if not SHARED.is_dir():
         print(f"benchmark skipped: {SHARED} is missing (it holds the corpora)")
@@ -126,11 +175,12 @@ def main() -> int:
         workdir = Path(tmp)
         for mb in args.mb or [10]:
             corpus, held = corpus_files(workdir, mb)
-            for vocab in args.vocab or [8000, 32000]:
-                print(f"\n**{mb} MB, vocab {vocab}** (ratio = peer / tinyllm: above 1 means tinyllm is better)\n")
+            for model, vocab in [(m, v) for m in args.model or ["bpe"] for v in args.vocab or [8000, 32000]]:
+                print(f"\n**{model}, {mb} MB, vocab {vocab}** (ratio = peer / tinyllm: above 1 means tinyllm is better)\n")
                 print("| trainer | seconds | time ratio | peak MiB | memory ratio | bytes/token held out |")
                 print("|---|---:|---:|---:|---:|---:|")
-                results = {lib: run(lib, corpus, held, vocab, workdir) for lib in args.lib or LIBS}
+                libs = [lib for lib in PEERS[model] if not args.lib or lib in args.lib]
+                results = {lib: run(model, lib, corpus, held, vocab, workdir) for lib in libs}
                 ours = results.get("tinyllm", {})
                 for lib, r in results.items():
                     if "error" in r:

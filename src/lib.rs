@@ -16,9 +16,11 @@ pub mod simple_normalizers;
 pub mod text_engine;
 pub mod unicode_class;
 pub mod unigram;
+pub mod unigram_train;
 pub mod utf8;
 pub mod word_cache;
 pub mod wordpiece;
+pub mod wordpiece_train;
 
 #[cfg(feature = "python")]
 mod py;

@@ -764,6 +764,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bert_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(whitespace_split, m)?)?;
     m.add_function(wrap_pyfunction!(train_bpe_merges, m)?)?;
+    m.add_function(wrap_pyfunction!(train_unigram, m)?)?;
+    m.add_function(wrap_pyfunction!(train_wordpiece, m)?)?;
     m.add_class::<PyPretokenCounter>()?;
     m.add_class::<PyWordCounter>()?;
     m.add_class::<PyUtf8Decoder>()?;
@@ -771,4 +773,113 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTextEngine>()?;
     m.add_class::<PyUnigramModel>()?;
     Ok(())
+}
+
+/// Train a Unigram vocabulary (see `tinyllm.tok.train_unigram`) with the GIL released:
+/// ([(piece, score)] best first, report dict). With `progress`, "EM round k: n pieces" is
+/// refreshed on stderr.
+#[pyfunction]
+#[pyo3(signature = (words, target, character_coverage=0.9995, max_piece_length=16, seed_size=1_000_000, shrinking_factor=0.75, sub_iterations=2, progress=false))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn train_unigram<'py>(
+    py: Python<'py>,
+    words: Vec<(String, u64)>,
+    target: usize,
+    character_coverage: f64,
+    max_piece_length: usize,
+    seed_size: usize,
+    shrinking_factor: f64,
+    sub_iterations: usize,
+    progress: bool,
+) -> PyResult<(Vec<(String, f64)>, Bound<'py, pyo3::types::PyDict>)> {
+    use crate::unigram_train;
+    let options = unigram_train::Options {
+        target,
+        character_coverage,
+        max_piece_length,
+        seed_size,
+        shrinking_factor,
+        sub_iterations,
+    };
+    let show = |round: usize, pieces: usize| eprint!("\rEM round {round}: {pieces} pieces");
+    let result = py.detach(|| {
+        let shown = unigram_train::train(words, &options, progress.then_some(&show as _));
+        if progress {
+            eprintln!();
+        }
+        shown
+    });
+    let (pieces, report) = result.map_err(|e| match e {
+        Error::Invalid(msg) => PyValueError::new_err(msg),
+        other => PyValueError::new_err(other.to_string()),
+    })?;
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("required_chars", report.required_chars)?;
+    dict.set_item("seed_pieces", report.seed_pieces)?;
+    dict.set_item("rounds", report.rounds)?;
+    dict.set_item("em_iterations", report.em_iterations)?;
+    dict.set_item("objective", report.objective)?;
+    dict.set_item("pieces", report.pieces)?;
+    dict.set_item("stop_reason", report.stop_reason)?;
+    Ok((pieces, dict))
+}
+
+/// Train a WordPiece vocabulary (see `tinyllm.tok.train_wordpiece`) with the GIL released:
+/// (tokens in id order, initial alphabet entries, continuation alphabet entries, merges, reused
+/// merges, stop reason). With `progress`, "merges k/n" is refreshed on stderr.
+#[pyfunction]
+#[pyo3(signature = (words, vocab_size, specials, min_frequency, prefix, limit_alphabet=None, progress=false))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn train_wordpiece(
+    py: Python<'_>,
+    words: Vec<(String, u64)>,
+    vocab_size: usize,
+    specials: Vec<String>,
+    min_frequency: u64,
+    prefix: String,
+    limit_alphabet: Option<usize>,
+    progress: bool,
+) -> PyResult<(Vec<String>, usize, usize, usize, usize, &'static str)> {
+    use crate::wordpiece_train;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let params = wordpiece_train::Params {
+        vocab_size,
+        specials: &specials,
+        min_frequency,
+        prefix: &prefix,
+        limit_alphabet,
+    };
+    let training = py.detach(|| {
+        if !progress {
+            return wordpiece_train::train(&words, &params);
+        }
+        let shown = wordpiece_train::Progress::default();
+        let finished = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !finished.load(Ordering::Relaxed) {
+                    let most = shown.most.load(Ordering::Relaxed);
+                    if most > 0 {
+                        eprint!("\rmerges {}/{most}", shown.merges.load(Ordering::Relaxed));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            });
+            let result = wordpiece_train::train_with_progress(&words, &params, Some(&shown));
+            finished.store(true, Ordering::Relaxed);
+            if let Ok(t) = &result {
+                let most = shown.most.load(Ordering::Relaxed);
+                eprintln!("\rmerges {}/{most}", t.merges);
+            }
+            result
+        })
+    })?;
+    Ok((
+        training.tokens,
+        training.initial_alphabet,
+        training.continuation_alphabet,
+        training.merges,
+        training.reused_merges,
+        training.stop.name(),
+    ))
 }

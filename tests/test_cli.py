@@ -131,3 +131,29 @@ def test_train_bpe_writes_tokenizer_and_report(tmp_path, capsys):
     assert out == "lowest newer\n"
     code, _, err = run(capsys, "train", "bpe", str(corpus), "-o", str(out_dir), "--vocab-size", "100")
     assert code == 2 and "vocab_size: expected an integer >= 256" in err
+
+
+@pytest.mark.parametrize("kind, extra, decoded", [
+    ("wordpiece", ["--min-frequency", "1"], "lowest newer"),
+    ("unigram", ["--special", "<unk>", "--special", "</s>"], "lowest newer"),
+])
+def test_train_wordpiece_and_unigram_write_tokenizer_and_report(tmp_path, capsys, kind, extra, decoded):
+    import hashlib
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("low lower lowest\nnewer newest widest\n" * 20, encoding="utf-8")
+    out_dir = tmp_path / kind
+    code, out, err = run(capsys, "train", kind, str(corpus), "-o", str(out_dir), "--vocab-size", "60", *extra,
+                         "--quiet")
+    assert code == 0, err
+    report = json.loads((out_dir / "training_report.json").read_text())
+    assert report["model"] == kind and report["requested_vocab_size"] == 60
+    assert report["corpus"][0]["sha256"] == hashlib.sha256(corpus.read_bytes()).hexdigest()
+    assert report["seconds"] >= 0 and report["peak_rss_mib"] > 0
+    assert json.loads((out_dir / "tokenizer.json").read_text())["model"]["type"] == \
+        {"wordpiece": "WordPiece", "unigram": "Unigram"}[kind]
+    code, ids, _ = run(capsys, "encode", "-t", str(out_dir), decoded)
+    assert run(capsys, "decode", "-t", str(out_dir), *ids.split())[1] == decoded + "\n"
+    code, _, err = run(capsys, "train", kind, str(corpus), "-o", str(out_dir), "--vocab-size", "60",
+                       "--unk-token", "<nope>")
+    assert code == 2 and "unk_token" in err

@@ -33,6 +33,8 @@ MODULES = [
     "tinyllm.tok.train_common",
     "tinyllm.tok.stochastic",
     "tinyllm.tok.unigram_exact",
+    "tinyllm.tok.train_wordpiece",
+    "tinyllm.tok.train_unigram",
     "tinyllm.seq.stop",
     "tinyllm.seq.collate",
     "tinyllm.seq.chat",

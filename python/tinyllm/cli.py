@@ -6,6 +6,8 @@
     tinyllm decode 104 195 169               # text
     tinyllm train char corpus.txt -o model/  # writes model/tinyllm_char.json and model/config.json
     tinyllm train bpe corpus.txt -o model/ --vocab-size 8000   # tokenizer.json + training_report.json
+    tinyllm train wordpiece corpus.txt -o model/ --vocab-size 8000
+    tinyllm train unigram corpus.txt -o model/ --vocab-size 8000
 
 Errors print one line on stderr and exit with status 2.
 """
@@ -150,12 +152,33 @@ def _cmd_train(args: argparse.Namespace) -> None:
     _print(f"wrote {out / FILE_NAME}: {tok.vocab_size} ids ({n_special} special, {tok.vocab_size - n_special} characters)")
 
 
-def _cmd_train_bpe(args: argparse.Namespace) -> None:
+def _subword_trainer(args: argparse.Namespace):
+    """The tokenizer class and its `train` keyword arguments for `tinyllm train KIND`."""
+    if args.kind == "bpe":
+        from tinyllm.tok.models.bpe import BPETokenizer
+
+        return BPETokenizer, {"min_frequency": args.min_frequency, "special_tokens": args.special or (),
+                              "pattern": args.pattern}
+    options = {"unk_token": args.unk_token}
+    if args.special:
+        options["special_tokens"] = args.special
+    if args.kind == "wordpiece":
+        from tinyllm.tok.models.wordpiece import WordPieceTokenizer
+
+        return WordPieceTokenizer, {**options, "min_frequency": args.min_frequency, "lowercase": not args.cased,
+                                    "limit_alphabet": args.limit_alphabet}
+    from tinyllm.tok.unigram_tokenizer import UnigramTokenizer
+
+    return UnigramTokenizer, {**options, "character_coverage": args.character_coverage,
+                              "max_piece_length": args.max_piece_length, "seed_size": args.seed_size,
+                              "shrinking_factor": args.shrinking_factor, "sub_iterations": args.sub_iterations}
+
+
+def _cmd_train_subword(args: argparse.Namespace) -> None:
+    """`tinyllm train bpe|wordpiece|unigram`: tokenizer.json, config.json, training_report.json."""
     import hashlib
     import resource
     import time
-
-    from tinyllm.tok.models.bpe import BPETokenizer
 
     show = not args.quiet and sys.stderr.isatty()
     corpus = []
@@ -171,25 +194,25 @@ def _cmd_train_bpe(args: argparse.Namespace) -> None:
             sys.stderr.flush()
         return path
 
+    cls, options = _subword_trainer(args)
     start = time.perf_counter()
-    tok = BPETokenizer.train((announce(k, p) for k, p in enumerate(corpus)), args.vocab_size,
-                             min_frequency=args.min_frequency, special_tokens=args.special or (),
-                             pattern=args.pattern, progress=show)
+    tok = cls.train((announce(k, p) for k, p in enumerate(corpus)), args.vocab_size, progress=show, **options)
     if show:
         sys.stderr.write("\n")
     seconds = time.perf_counter() - start
     out = Path(args.output)
     tok.save(out)
     _write_config(out / "config.json")
-    report = dict(tok.training_report)
+    report = {"model": args.kind, **tok.training_report}
     report["corpus"] = [{"path": str(p), "bytes": p.stat().st_size,
                          "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in corpus]
     report["seconds"] = round(seconds, 3)
     report["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    report["merges_learned"] = [list(m) for m in tok.model.merges]
+    if args.kind == "bpe":
+        report["merges_learned"] = [list(m) for m in tok.model.merges]
     atomic_write_text(out / "training_report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    _print(f"wrote {out / 'tokenizer.json'}: {report['vocab_size']} ids ({report['merges']} merges, "
-           f"stopped: {report['stop_reason']}) in {seconds:.1f} s")
+    _print(f"wrote {out / 'tokenizer.json'}: {report['vocab_size']} ids (stopped: {report['stop_reason']}) "
+           f"in {seconds:.1f} s")
 
 
 def _write_config(path: Path) -> None:
@@ -246,15 +269,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--special", action="append", metavar="TEXT", help="add <bos>, <eos> or <pad> (repeatable)"
     )
     char.set_defaults(run=_cmd_train)
-    bpe = kinds.add_parser("bpe", help="a byte-level BPE tokenizer (tokenizer.json)")
-    bpe.add_argument("files", nargs="+", help="UTF-8 text files, read line by line")
-    bpe.add_argument("--output", "-o", required=True, help="the model directory to write")
-    bpe.add_argument("--vocab-size", type=int, required=True, help="final size: 256 bytes + merges + specials")
+    def subword(kind: str, help: str, vocab_help: str):
+        p = kinds.add_parser(kind, help=help)
+        p.add_argument("files", nargs="+", help="UTF-8 text files, read line by line")
+        p.add_argument("--output", "-o", required=True, help="the model directory to write")
+        p.add_argument("--vocab-size", type=int, required=True, help=vocab_help)
+        p.add_argument("--special", action="append", metavar="TEXT", help="a special token (repeatable)")
+        p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+        p.set_defaults(run=_cmd_train_subword)
+        return p
+
+    bpe = subword("bpe", "a byte-level BPE tokenizer (tokenizer.json)", "final size: 256 bytes + merges + specials")
     bpe.add_argument("--min-frequency", type=int, default=2, help="stop when the best pair is rarer (default 2)")
-    bpe.add_argument("--special", action="append", metavar="TEXT", help="a special token (repeatable)")
     bpe.add_argument("--pattern", default="gpt2", help="pre-token regex: gpt2, llama3 or a regex")
-    bpe.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    bpe.set_defaults(run=_cmd_train_bpe)
+    wordpiece = subword("wordpiece", "a BERT-style WordPiece tokenizer (tokenizer.json)",
+                        "final size: specials + alphabet + merges")
+    wordpiece.add_argument("--min-frequency", type=int, default=2, help="never merge a rarer pair (default 2)")
+    wordpiece.add_argument("--unk-token", default="[UNK]", help="the unknown token, one of the specials")
+    wordpiece.add_argument("--cased", action="store_true", help="keep case (and accents)")
+    wordpiece.add_argument("--limit-alphabet", type=int, default=None, help="keep only the N most frequent characters")
+    unigram = subword("unigram", "a SentencePiece-style Unigram tokenizer (tokenizer.json)",
+                      "final size: specials + pieces")
+    unigram.add_argument("--unk-token", default="<unk>", help="the unknown token, one of the specials")
+    unigram.add_argument("--character-coverage", type=float, default=0.9995,
+                         help="share of character occurrences the required characters cover (default 0.9995)")
+    unigram.add_argument("--max-piece-length", type=int, default=16, help="longest piece in characters (default 16)")
+    unigram.add_argument("--seed-size", type=int, default=1_000_000, help="seed candidates (default 1000000)")
+    unigram.add_argument("--shrinking-factor", type=float, default=0.75, help="kept share per pruning (default 0.75)")
+    unigram.add_argument("--sub-iterations", type=int, default=2, help="EM iterations per round (default 2)")
     return parser
 
 

@@ -66,3 +66,20 @@ def test_marginal_is_the_sum_over_enumerated_paths(text, table):
     # Each segmentation has as many pieces as it has; the expected piece count is their average.
     mean_length = sum((math.prod(table[z] for z in p) * len(p) for p in all_paths(text, table)), F(0)) / total
     assert sum(ex.expected_counts(text, table).values()) == mean_length
+
+
+def test_float_trainer_e_step_and_removal_agree_with_exact_arithmetic():
+    """The trainer's log-space E-step reproduces 616/443 and the exact posteriors; its Viterbi
+    without a piece is the alternative the exact removal loss assumes."""
+    from tinyllm.tok.train_unigram import SCALE, Model, e_step
+
+    pieces = list(TABLE)
+    model = Model(pieces, [math.log(TABLE[p]) for p in pieces])
+    acc, objective = e_step([("abab", 1)], model)
+    expected = {p: q / SCALE for p, q in zip(pieces, acc)}
+    exact = ex.expected_counts("abab", TABLE)
+    for p in pieces:
+        assert math.isclose(expected[p], float(exact[p]), abs_tol=1e-8)
+    assert math.isclose(objective, math.log(1329 / 6400), rel_tol=1e-12)
+    assert [pieces[k] for k in model.viterbi("abab")] == ["ab", "ab"]
+    assert [pieces[k] for k in model.viterbi("bab", exclude=pieces.index("bab"))] == ["b", "ab"]
