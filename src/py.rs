@@ -779,7 +779,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// ([(piece, score)] best first, report dict). With `progress`, "EM round k: n pieces" is
 /// refreshed on stderr.
 #[pyfunction]
-#[pyo3(signature = (words, target, character_coverage=0.9995, max_piece_length=16, seed_size=1_000_000, shrinking_factor=0.75, sub_iterations=2, progress=false))]
+#[pyo3(signature = (words, target, character_coverage=0.9995, max_piece_length=16, seed_size=1_000_000, shrinking_factor=0.75, sub_iterations=2, m_step="ml", progress=false))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn train_unigram<'py>(
     py: Python<'py>,
@@ -790,9 +790,19 @@ fn train_unigram<'py>(
     seed_size: usize,
     shrinking_factor: f64,
     sub_iterations: usize,
+    m_step: &str,
     progress: bool,
 ) -> PyResult<(Vec<(String, f64)>, Bound<'py, pyo3::types::PyDict>)> {
     use crate::unigram_train;
+    let m_step = match m_step {
+        "ml" => unigram_train::MStep::MaximumLikelihood,
+        "digamma" => unigram_train::MStep::Digamma,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "m_step: expected \"ml\" or \"digamma\", found {other:?}"
+            )))
+        }
+    };
     let options = unigram_train::Options {
         target,
         character_coverage,
@@ -800,6 +810,7 @@ fn train_unigram<'py>(
         seed_size,
         shrinking_factor,
         sub_iterations,
+        m_step,
     };
     let show = |round: usize, pieces: usize| eprint!("\rEM round {round}: {pieces} pieces");
     let result = py.detach(|| {
@@ -821,6 +832,11 @@ fn train_unigram<'py>(
     dict.set_item("objective", report.objective)?;
     dict.set_item("pieces", report.pieces)?;
     dict.set_item("stop_reason", report.stop_reason)?;
+    let rule = match options.m_step {
+        unigram_train::MStep::MaximumLikelihood => "ml",
+        unigram_train::MStep::Digamma => "digamma",
+    };
+    dict.set_item("m_step", rule)?;
     Ok((pieces, dict))
 }
 

@@ -35,6 +35,15 @@ const NONE: u32 = u32::MAX;
 /// Words per parallel job.
 const CHUNK: usize = 512;
 
+/// How the M-step turns expected counts into scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MStep {
+    /// Maximum likelihood: score = ln(c) - ln(sum c), i.e. p = c / sum c.
+    MaximumLikelihood,
+    /// Sentencepiece's variational update: score = digamma(c) - digamma(sum c).
+    Digamma,
+}
+
 /// Training parameters (see the Python reference for their meaning and defaults).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
@@ -45,6 +54,7 @@ pub struct Options {
     pub seed_size: usize,
     pub shrinking_factor: f64,
     pub sub_iterations: usize,
+    pub m_step: MStep,
 }
 
 impl Default for Options {
@@ -56,6 +66,7 @@ impl Default for Options {
             seed_size: 1_000_000,
             shrinking_factor: 0.75,
             sub_iterations: 2,
+            m_step: MStep::MaximumLikelihood,
         }
     }
 }
@@ -725,7 +736,7 @@ fn e_step(corpus: &Corpus, model: &Model, n_pieces: usize) -> (Vec<u128>, f64) {
 }
 
 /// Indices kept by the M-step (in order) and their new scores.
-fn m_step(pieces: &[Piece], acc: &[u128]) -> (Vec<u32>, Vec<f64>) {
+fn m_step(pieces: &[Piece], acc: &[u128], rule: MStep) -> (Vec<u32>, Vec<f64>) {
     let mut kept = Vec::new();
     let mut expected = Vec::new();
     for (k, (p, &q)) in pieces.iter().zip(acc).enumerate() {
@@ -742,8 +753,16 @@ fn m_step(pieces: &[Piece], acc: &[u128]) -> (Vec<u32>, Vec<f64>) {
     for &e in &expected {
         total += e;
     }
-    let d_total = digamma(total);
-    let scores = expected.iter().map(|&e| digamma(e) - d_total).collect();
+    let scores = match rule {
+        MStep::MaximumLikelihood => {
+            let log_total = total.ln();
+            expected.iter().map(|&e| e.ln() - log_total).collect()
+        }
+        MStep::Digamma => {
+            let d_total = digamma(total);
+            expected.iter().map(|&e| digamma(e) - d_total).collect()
+        }
+    };
     (kept, scores)
 }
 
@@ -920,7 +939,7 @@ pub fn train(
             };
             let (acc, obj) = e_step(&corpus, &model, pieces.len());
             objective = obj;
-            let (kept, new_scores) = m_step(&pieces, &acc);
+            let (kept, new_scores) = m_step(&pieces, &acc, options.m_step);
             scores = new_scores;
             apply(&kept, &mut pieces, &mut trie);
             em_iterations += 1;

@@ -171,7 +171,8 @@ def _subword_trainer(args: argparse.Namespace):
 
     return UnigramTokenizer, {**options, "character_coverage": args.character_coverage,
                               "max_piece_length": args.max_piece_length, "seed_size": args.seed_size,
-                              "shrinking_factor": args.shrinking_factor, "sub_iterations": args.sub_iterations}
+                              "shrinking_factor": args.shrinking_factor, "sub_iterations": args.sub_iterations,
+                              "m_step": args.m_step}
 
 
 def _cmd_train_subword(args: argparse.Namespace) -> None:
@@ -297,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     unigram.add_argument("--seed-size", type=int, default=1_000_000, help="seed candidates (default 1000000)")
     unigram.add_argument("--shrinking-factor", type=float, default=0.75, help="kept share per pruning (default 0.75)")
     unigram.add_argument("--sub-iterations", type=int, default=2, help="EM iterations per round (default 2)")
+    unigram.add_argument("--m-step", choices=("ml", "digamma"), default="ml",
+                         help="M-step: maximum likelihood p = c / sum c (default) or sentencepiece's digamma update")
     return parser
 
 

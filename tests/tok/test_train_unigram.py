@@ -26,7 +26,7 @@ needs_rust = pytest.mark.skipif(core is None or not hasattr(core, "train_unigram
 
 def rust(words, target, **kw):
     args = [kw.get("character_coverage", 0.9995), kw.get("max_piece_length", 16), kw.get("seed_size", 1_000_000),
-            kw.get("shrinking_factor", 0.75), kw.get("sub_iterations", 2), False]
+            kw.get("shrinking_factor", 0.75), kw.get("sub_iterations", 2), kw.get("m_step", "ml"), False]
     return core.train_unigram(words, target, *args)
 
 
@@ -81,10 +81,11 @@ corpus_st = st.dictionaries(word_st, st.integers(1, 6), min_size=1, max_size=25)
 @needs_rust
 @settings(max_examples=120, deadline=None)
 @given(corpus_st, st.integers(1, 40), st.sampled_from([1.0, 0.9995, 0.9, 0.6]), st.integers(1, 6),
-       st.sampled_from([0, 1, 5, 50, 1000]), st.sampled_from([0.5, 0.75, 0.9]), st.integers(1, 3))
-def test_rust_equals_the_reference_on_small_corpora(words, target, coverage, max_len, seed_size, shrink, sub):
+       st.sampled_from([0, 1, 5, 50, 1000]), st.sampled_from([0.5, 0.75, 0.9]), st.integers(1, 3),
+       st.sampled_from(["ml", "digamma"]))
+def test_rust_equals_the_reference_on_small_corpora(words, target, coverage, max_len, seed_size, shrink, sub, rule):
     kw = dict(character_coverage=coverage, max_piece_length=max_len, seed_size=seed_size, shrinking_factor=shrink,
-              sub_iterations=sub)
+              sub_iterations=sub, m_step=rule)
     try:
         expected = train_unigram_reference(words, target, **kw)
     except ValueError as e:
@@ -100,10 +101,10 @@ def test_rust_equals_the_reference_on_small_corpora(words, target, coverage, max
 
 
 @needs_rust
-@pytest.mark.parametrize("target, coverage", [(150, 0.9995), (400, 1.0)])
-def test_rust_equals_the_reference_on_real_text(target, coverage):
+@pytest.mark.parametrize("target, coverage, rule", [(150, 0.9995, "ml"), (400, 1.0, "digamma")])
+def test_rust_equals_the_reference_on_real_text(target, coverage, rule):
     words = words_of(shared_lines(120))
-    kw = dict(character_coverage=coverage, seed_size=4000)
+    kw = dict(character_coverage=coverage, seed_size=4000, m_step=rule)
     expected = train_unigram_reference(words, target + len(required_chars(words, coverage)), **kw)
     got = rust(words, target + len(required_chars(words, coverage)), **kw)
     assert_identical(got, expected)

@@ -15,7 +15,9 @@ both return the same pieces and the same scores, bit for bit.
    is accumulated in fixed point (`floor(count * posterior * 2^32 + 0.5)`, exact integers), so
    the sum does not depend on the order or the thread count.
 5. M-step: pieces other than required characters with expected count < 0.5 are dropped; the
-   others get score = digamma(e) - digamma(sum e) (required characters use max(e, 0.5)).
+   others get score = log(e) - log(sum e), i.e. p = e / sum e (`m_step="ml"`, the default), or
+   sentencepiece's digamma(e) - digamma(sum e) (`m_step="digamma"`); required characters use
+   max(e, 0.5).
 6. Rounds of `sub_iterations` EM steps until at most floor(1.1 * target) pieces are left, with
 7. a prune between rounds: each piece's loss is how much the Viterbi likelihood falls if it is
    replaced by its best segmentation into other pieces; the smallest losses go, down to
@@ -27,7 +29,7 @@ A tiny corpus: `▁ab` and `▁abab` are frequent enough to become pieces; the c
 
 >>> pieces, report = train_unigram_reference([("▁ab", 5), ("▁abab", 2), ("▁b", 1)], target=5)
 >>> [p for p, _ in pieces]
-['▁ab', '▁abab', '▁', 'b', 'a']
+['▁ab', '▁abab', 'b', '▁', 'a']
 >>> report["required_chars"], report["pieces"]
 (3, 5)
 """
@@ -44,6 +46,8 @@ SCALE = 4294967296.0
 #: Gap below the lowest piece score given to an unknown character (as in encoding).
 UNK_PENALTY = 10.0
 STOP_REASONS = ("size", "no_progress")
+#: M-step rules: maximum likelihood (p = c / sum c) or sentencepiece's digamma update.
+M_STEPS = ("ml", "digamma")
 
 Word = tuple  # (word: str, count: int)
 
@@ -108,7 +112,7 @@ def check_words(words) -> list[tuple[str, int]]:
 
 
 def check_parameters(target, character_coverage, max_piece_length, seed_size, shrinking_factor,
-                     sub_iterations) -> None:
+                     sub_iterations, m_step="ml") -> None:
     def integer(name, value, low):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name}: expected an integer >= {low}, found {value!r}")
@@ -123,6 +127,8 @@ def check_parameters(target, character_coverage, max_piece_length, seed_size, sh
             or not 0.0 < shrinking_factor < 1.0:
         raise ValueError(f"shrinking_factor: expected a number in (0, 1), found {shrinking_factor!r}")
     integer("sub_iterations", sub_iterations, 1)
+    if m_step not in M_STEPS:
+        raise ValueError(f"m_step: expected one of {', '.join(map(repr, M_STEPS))}, found {m_step!r}")
     if target >= 2 ** 32 or max_piece_length > 255 or seed_size >= 2 ** 32 or sub_iterations > 1000:
         raise ValueError("target, max_piece_length, seed_size or sub_iterations: out of the supported range "
                          f"(found {target}, {max_piece_length}, {seed_size}, {sub_iterations})")
@@ -269,7 +275,9 @@ def e_step(words: Sequence[Word], model: Model) -> tuple[list[int], float]:
     return acc, objective
 
 
-def m_step(pieces: Sequence[str], acc: Sequence[int], required: set) -> tuple[list[str], list[float]]:
+def maximize(pieces: Sequence[str], acc: Sequence[int], required: set, rule: str = "ml") -> tuple[list[str], list[float]]:
+    """The M-step: drop rare pieces, score the rest by `rule` ("ml": p = c / sum c; "digamma":
+    sentencepiece's digamma(c) - digamma(sum c))."""
     kept: list[str] = []
     expected: list[float] = []
     for piece, q in zip(pieces, acc):
@@ -283,6 +291,9 @@ def m_step(pieces: Sequence[str], acc: Sequence[int], required: set) -> tuple[li
     total = 0.0
     for e in expected:
         total += e
+    if rule == "ml":  # p = c / sum c
+        log_total = math.log(total)
+        return kept, [math.log(e) - log_total for e in expected]
     d_total = digamma(total)
     return kept, [digamma(e) - d_total for e in expected]
 
@@ -328,9 +339,11 @@ def prune(words: Sequence[Word], model: Model, required: set, keep: int) -> tupl
 
 def train_unigram_reference(words: Iterable[Word], target: int, *, character_coverage: float = 0.9995,
                             max_piece_length: int = 16, seed_size: int = 1_000_000, shrinking_factor: float = 0.75,
-                            sub_iterations: int = 2, progress: bool = False) -> tuple[list[tuple[str, float]], dict]:
+                            sub_iterations: int = 2, m_step: str = "ml",
+                            progress: bool = False) -> tuple[list[tuple[str, float]], dict]:
     """(pieces with scores, best first; report). See the module docstring for the contract."""
-    check_parameters(target, character_coverage, max_piece_length, seed_size, shrinking_factor, sub_iterations)
+    check_parameters(target, character_coverage, max_piece_length, seed_size, shrinking_factor, sub_iterations,
+                     m_step)
     words = check_words(words)
     chars = required_chars(words, float(character_coverage))
     if len(chars) > target:
@@ -348,7 +361,7 @@ def train_unigram_reference(words: Iterable[Word], target: int, *, character_cov
         rounds += 1
         for _ in range(sub_iterations):
             acc, objective = e_step(words, Model(pieces, scores))
-            pieces, scores = m_step(pieces, acc, required)
+            pieces, scores = maximize(pieces, acc, required, m_step)
             em_iterations += 1
         if progress:
             print(f"\rEM round {rounds}: {len(pieces)} pieces", end="", file=sys.stderr, flush=True)
@@ -372,7 +385,8 @@ def train_unigram_reference(words: Iterable[Word], target: int, *, character_cov
             final.append((piece, score))
             room -= 1
     report = {"required_chars": len(chars), "seed_pieces": len(seeds), "rounds": rounds,
-              "em_iterations": em_iterations, "objective": objective, "pieces": len(final), "stop_reason": stop}
+              "em_iterations": em_iterations, "objective": objective, "pieces": len(final), "stop_reason": stop,
+              "m_step": m_step}
     return final, report
 
 
@@ -397,7 +411,8 @@ def _learn(words, target, options, progress):
     if core is not None and hasattr(core, "train_unigram"):
         pieces, report = core.train_unigram(words, target, options["character_coverage"],
                                             options["max_piece_length"], options["seed_size"],
-                                            options["shrinking_factor"], options["sub_iterations"], progress)
+                                            options["shrinking_factor"], options["sub_iterations"],
+                                            options["m_step"], progress)
         return pieces, dict(report, fast_path=True)
     pieces, report = train_unigram_reference(words, target, progress=progress, **options)
     return pieces, dict(report, fast_path=False)
@@ -405,7 +420,7 @@ def _learn(words, target, options, progress):
 
 def train(corpus, vocab_size: int, *, special_tokens: Sequence[str] = ("<unk>",), unk_token: str = "<unk>",
           character_coverage: float = 0.9995, max_piece_length: int = 16, seed_size: int = 1_000_000,
-          shrinking_factor: float = 0.75, sub_iterations: int = 2, progress: bool = False):
+          shrinking_factor: float = 0.75, sub_iterations: int = 2, m_step: str = "ml", progress: bool = False):
     """Train a Unigram tokenizer on `corpus` (texts and/or file paths): (UnigramTokenizer, report).
 
     The special tokens get ids 0..k-1 (score 0.0) and are added tokens; `unk_token` must be one
@@ -424,7 +439,8 @@ def train(corpus, vocab_size: int, *, special_tokens: Sequence[str] = ("<unk>",)
                          f"tokens + at least one piece), found {vocab_size!r}")
     target = vocab_size - len(specials)
     options = {"character_coverage": character_coverage, "max_piece_length": max_piece_length,
-               "seed_size": seed_size, "shrinking_factor": shrinking_factor, "sub_iterations": sub_iterations}
+               "seed_size": seed_size, "shrinking_factor": shrinking_factor, "sub_iterations": sub_iterations,
+               "m_step": m_step}
     check_parameters(target, **options)
     normalizer, pre_tokenizer, decoder = pipeline_stages()
     words = count_words(corpus_texts(corpus), normalizer, pre_tokenizer, specials)

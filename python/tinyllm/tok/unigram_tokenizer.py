@@ -52,9 +52,10 @@ class UnigramTokenizer(PipelineTokenizer):
     @classmethod
     def train(cls, corpus, vocab_size: int, *, special_tokens=("<unk>",), unk_token: str = "<unk>",
               character_coverage: float = 0.9995, max_piece_length: int = 16, seed_size: int = 1_000_000,
-              shrinking_factor: float = 0.75, sub_iterations: int = 2, progress: bool = False):
+              shrinking_factor: float = 0.75, sub_iterations: int = 2, m_step: str = "ml", progress: bool = False):
         """Train a Unigram tokenizer on `corpus` (texts and/or file paths); see
-        `tinyllm.tok.train_unigram`. `tok.training_report` says how training went.
+        `tinyllm.tok.train_unigram`. `tok.training_report` says how training went. The M-step is
+        maximum likelihood, p = c / sum c (`m_step="ml"`), or sentencepiece's digamma update.
 
         >>> tok = UnigramTokenizer.train(["low lower lowest"] * 3, 12)
         >>> tok.training_report["vocab_size"], tok.decode(tok.encode("lowest low"))
@@ -65,7 +66,7 @@ class UnigramTokenizer(PipelineTokenizer):
         tok, report = train(corpus, vocab_size, special_tokens=special_tokens, unk_token=unk_token,
                             character_coverage=character_coverage, max_piece_length=max_piece_length,
                             seed_size=seed_size, shrinking_factor=shrinking_factor,
-                            sub_iterations=sub_iterations, progress=progress)
+                            sub_iterations=sub_iterations, m_step=m_step, progress=progress)
         tok.training_report = report
         return tok
 
