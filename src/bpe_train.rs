@@ -43,12 +43,12 @@ pub struct Training {
 }
 
 #[inline(always)]
-fn key(a: u32, b: u32) -> u64 {
+pub(crate) fn key(a: u32, b: u32) -> u64 {
     ((a as u64) << 32) | b as u64
 }
 
 #[inline(always)]
-fn unkey(k: u64) -> (u32, u32) {
+pub(crate) fn unkey(k: u64) -> (u32, u32) {
     ((k >> 32) as u32, k as u32)
 }
 
@@ -332,7 +332,7 @@ fn inc(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashMap;
 
@@ -495,16 +495,17 @@ mod tests {
         );
     }
 
-    struct Lcg(u64);
+    /// A tiny deterministic generator for randomized tests (shared with other trainers' tests).
+    pub(crate) struct Lcg(pub(crate) u64);
     impl Lcg {
-        fn next(&mut self) -> u64 {
+        pub(crate) fn next(&mut self) -> u64 {
             self.0 = self
                 .0
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             self.0 >> 33
         }
-        fn below(&mut self, n: u64) -> u64 {
+        pub(crate) fn below(&mut self, n: u64) -> u64 {
             self.next() % n
         }
     }

@@ -530,7 +530,7 @@ fn whitespace_split(text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
 #[pyclass(name = "PretokenCounter", module = "tinyllm._core", frozen)]
 struct PyPretokenCounter {
     pre: PreTokenizer,
-    counts: std::sync::Mutex<rustc_hash::FxHashMap<Vec<u8>, u64>>,
+    counts: SharedCounts,
 }
 
 type Counts = rustc_hash::FxHashMap<Vec<u8>, u64>;
@@ -544,13 +544,37 @@ fn merge_counts(a: Counts, b: Counts) -> Counts {
     big
 }
 
+/// A count map shared by the counters' Python calls.
+#[derive(Default)]
+struct SharedCounts(std::sync::Mutex<Counts>);
+
+impl SharedCounts {
+    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Counts>> {
+        self.0
+            .lock()
+            .map_err(|_| PyValueError::new_err("counter: poisoned by an earlier panic"))
+    }
+
+    /// Add a batch's counts.
+    fn absorb(&self, batch: Counts) -> PyResult<()> {
+        let mut counts = self.lock()?;
+        let current = std::mem::take(&mut *counts);
+        *counts = merge_counts(current, batch);
+        Ok(())
+    }
+
+    fn len(&self) -> PyResult<usize> {
+        Ok(self.lock()?.len())
+    }
+}
+
 #[pymethods]
 impl PyPretokenCounter {
     #[new]
     fn new(pre_tokenizer_json: &str) -> PyResult<Self> {
         Ok(PyPretokenCounter {
             pre: PreTokenizer::from_json(&parse_json(pre_tokenizer_json, "pre_tokenizer_json")?)?,
-            counts: std::sync::Mutex::new(Counts::default()),
+            counts: SharedCounts::default(),
         })
     }
 
@@ -573,22 +597,12 @@ impl PyPretokenCounter {
                 })
                 .try_reduce(Counts::default, |a, b| Ok(merge_counts(a, b)))
         })?;
-        let mut counts = self
-            .counts
-            .lock()
-            .map_err(|_| PyValueError::new_err("PretokenCounter: poisoned"))?;
-        let current = std::mem::take(&mut *counts);
-        *counts = merge_counts(current, batch);
-        Ok(())
+        self.counts.absorb(batch)
     }
 
     /// The number of distinct pre-tokens so far.
     fn __len__(&self) -> PyResult<usize> {
-        Ok(self
-            .counts
-            .lock()
-            .map_err(|_| PyValueError::new_err("PretokenCounter: poisoned"))?
-            .len())
+        self.counts.len()
     }
 
     /// Learn merges from the counted pre-tokens (units in byte order): merges and stop reason.
@@ -602,10 +616,7 @@ impl PyPretokenCounter {
         min_frequency: u64,
         progress: bool,
     ) -> PyResult<(Vec<(u32, u32)>, &'static str)> {
-        let counts = self
-            .counts
-            .lock()
-            .map_err(|_| PyValueError::new_err("PretokenCounter: poisoned"))?;
+        let counts = self.counts.lock()?;
         let training = py.detach(|| {
             let mut units: Vec<(Vec<u32>, u64)> = counts
                 .iter()
@@ -649,7 +660,7 @@ impl PyPretokenCounter {
 struct PyWordCounter {
     normalizer: Option<Normalizer>,
     pre: Option<TextPreTokenizer>,
-    counts: std::sync::Mutex<Counts>,
+    counts: SharedCounts,
 }
 
 #[pymethods]
@@ -668,7 +679,7 @@ impl PyWordCounter {
         Ok(PyWordCounter {
             normalizer,
             pre,
-            counts: std::sync::Mutex::new(Counts::default()),
+            counts: SharedCounts::default(),
         })
     }
 
@@ -693,29 +704,16 @@ impl PyWordCounter {
                 })
                 .reduce(Counts::default, merge_counts)
         });
-        let mut counts = self
-            .counts
-            .lock()
-            .map_err(|_| PyValueError::new_err("WordCounter: poisoned"))?;
-        let current = std::mem::take(&mut *counts);
-        *counts = merge_counts(current, batch);
-        Ok(())
+        self.counts.absorb(batch)
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        Ok(self
-            .counts
-            .lock()
-            .map_err(|_| PyValueError::new_err("WordCounter: poisoned"))?
-            .len())
+        self.counts.len()
     }
 
     /// Every word with its count, in code point order.
     fn words(&self) -> PyResult<Vec<(String, u64)>> {
-        let counts = self
-            .counts
-            .lock()
-            .map_err(|_| PyValueError::new_err("WordCounter: poisoned"))?;
+        let counts = self.counts.lock()?;
         let mut words: Vec<(&Vec<u8>, u64)> = counts.iter().map(|(w, &n)| (w, n)).collect();
         // UTF-8 byte order is code point order.
         words.sort_unstable();

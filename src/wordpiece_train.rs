@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rustc_hash::FxHashMap;
 
+use crate::bpe_train::{key, unkey};
 use crate::Error;
 
 /// Why training stopped.
@@ -89,15 +90,6 @@ pub struct Training {
     pub stop: StopReason,
 }
 
-#[inline(always)]
-fn key(a: u32, b: u32) -> u64 {
-    ((a as u64) << 32) | b as u64
-}
-
-#[inline(always)]
-fn unkey(k: u64) -> (u32, u32) {
-    ((k >> 32) as u32, k as u32)
-}
 
 fn invalid(message: String) -> Error {
     Error::Invalid(format!("WordPiece training: {message}"))
@@ -918,19 +910,7 @@ mod tests {
         assert_eq!((t.tokens.len(), t.stop), (0, StopReason::NoPairs));
     }
 
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::bpe_train::tests::Lcg;
 
     fn random_words(rng: &mut Lcg, alphabet: &[char], max_len: u64) -> Vec<(String, u64)> {
         let mut map: std::collections::BTreeMap<String, u64> = Default::default();

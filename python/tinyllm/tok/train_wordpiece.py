@@ -40,6 +40,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional, Sequence
 
+from tinyllm.tok.train_bpe import rewrite
+
 STOP_REASONS = ("vocab_size", "min_frequency", "no_pairs")
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -78,20 +80,6 @@ def check_parameters(vocab_size, special_tokens, min_frequency, prefix, limit_al
     if limit_alphabet is not None and (not _is_int(limit_alphabet) or not 0 <= limit_alphabet < 2**64):
         raise ValueError(f"limit_alphabet: expected None or an integer >= 0, found {limit_alphabet!r}")
     return specials
-
-
-def _rewrite(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    """Replace occurrences of `pair` left to right without overlap (as BPE training does)."""
-    out: list[int] = []
-    i = 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and symbols[i] == pair[0] and symbols[i + 1] == pair[1]:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return out
 
 
 def train_wordpiece_reference(words: Sequence[tuple[str, int]], vocab_size: int, specials: Sequence[str] = (),
@@ -173,7 +161,7 @@ def train_wordpiece_reference(words: Sequence[tuple[str, int]], vocab_size: int,
             reused += 1
         z = intern(merged)
         merges += 1
-        units = [(_rewrite(symbols, (x, y), z), count) for symbols, count in units]
+        units = [(rewrite(symbols, (x, y), z), count) for symbols, count in units]
 
     report = {"initial_alphabet": added_initial, "continuation_alphabet": added_continuation,
               "merges": merges, "reused_merges": reused, "stop_reason": stop}
