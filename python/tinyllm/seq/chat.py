@@ -30,6 +30,7 @@ start of the last assistant message's content.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -109,15 +110,26 @@ def _special_variables(config: dict, tok) -> dict:
     return out
 
 
-def _resolve(model, chat_template: Optional[str]):
-    """(tokenizer, template source, special-token variables)."""
+@functools.lru_cache(maxsize=16)
+def _load_cached(path: str, stamp: tuple):
+    """A model directory's tokenizer, loaded once per version of its files (`stamp`)."""
     from tinyllm.tok import load
 
+    return load(path)
+
+
+def _stamp(path: Path) -> tuple:
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+    return tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+
+
+def _resolve(model, chat_template: Optional[str]):
+    """(tokenizer, template source, special-token variables)."""
     config: dict = {}
     template = None
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
-        tok = load(model)
+        tok = _load_cached(os.fspath(path.resolve()) if path.exists() else os.fspath(model), _stamp(path))
         if path.is_dir():
             template, config = _directory_template(path)
         elif path.is_file() and (path.parent / "tokenizer_config.json").is_file():
@@ -180,11 +192,16 @@ def _check_messages(messages) -> list[dict]:
     return out
 
 
+@functools.lru_cache(maxsize=32)
+def _compiled(template: str):
+    return _environment().from_string(template)
+
+
 def _render(template: str, messages: list[dict], variables: dict, add_generation_prompt: bool, **extra) -> str:
     from jinja2.exceptions import TemplateError
 
     try:
-        compiled = _environment().from_string(template)
+        compiled = _compiled(template)
         return compiled.render(messages=messages, add_generation_prompt=add_generation_prompt, **variables, **extra)
     except TemplateError as e:
         raise ValueError(f"chat_template: {type(e).__name__}: {e}") from None
