@@ -143,12 +143,17 @@ def test_bos_has_one_owner():
 
 def test_prefix_stability():
     turns = [CONVERSATIONS["generation"][0][:k] for k in range(1, 5)]
-    assert check_prefix_stable(SMOL, turns) == []
+    assert check_prefix_stable(turns, SMOL) == []
     # A template that marks only the last message changes earlier turns' ids when a turn is added.
     marks_last = ("{% for m in messages %}<|im_start|>{{ m.content }}{% if loop.last %} (last){% endif %}"
                   "<|im_end|>{% endfor %}")
-    breaks = check_prefix_stable(SMOL, turns, chat_template=marks_last)
+    breaks = check_prefix_stable(turns, SMOL, chat_template=marks_last)
     assert [b.turn for b in breaks] == [1, 2, 3] and all(b.position > 0 for b in breaks)
+    compiled = [apply_chat_template(SMOL, t, chat_template=marks_last) for t in turns]
+    assert check_prefix_stable(compiled) == breaks
+    assert check_prefix_stable([[1, 2], [1, 2, 3]]) == []
+    with pytest.raises(ValueError, match=r"turns\[0\]: a message list needs model="):
+        check_prefix_stable(turns)
 
 
 @settings(max_examples=40, deadline=None)

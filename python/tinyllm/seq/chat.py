@@ -408,13 +408,28 @@ def _assistant_mask(owners, special_mask) -> list[int]:
     return mask
 
 
-def check_prefix_stable(model, turns, *, chat_template: Optional[str] = None, **extra) -> list[PrefixBreak]:
-    """For successive states of a conversation (`turns[k]` is the message list after turn k),
-    the turns whose ids do not start with the previous turn's ids (compiled without a
-    generation prompt). Empty when every turn extends the last, so a KV cache can be reused."""
+def check_prefix_stable(turns, model=None, *, chat_template: Optional[str] = None, **extra) -> list[PrefixBreak]:
+    """The turns whose ids do not start with the previous turn's ids (so a KV cache built for
+    turn N cannot be reused for turn N + 1); empty when every turn extends the last.
+
+    `turns` holds successive states of one conversation: id lists, `CompiledSequence`s, or message
+    lists (compiled with `model` and `chat_template`, without a generation prompt).
+
+    >>> check_prefix_stable([[1, 2], [1, 2, 3], [1, 5, 3, 4]])
+    [PrefixBreak(turn=2, position=1)]
+    """
     if isinstance(turns, (str, dict)) or not isinstance(turns, Sequence):
-        raise ValueError(f"turns: expected a list of message lists, found {type(turns).__name__}")
-    compiled = [apply_chat_template(model, m, chat_template=chat_template, **extra).input_ids for m in turns]
+        raise ValueError(f"turns: expected a list of id lists or message lists, found {type(turns).__name__}")
+    compiled = []
+    for k, turn in enumerate(turns):
+        if isinstance(turn, CompiledSequence):
+            compiled.append(list(turn.input_ids))
+        elif isinstance(turn, Sequence) and all(isinstance(i, int) and not isinstance(i, bool) for i in turn):
+            compiled.append(list(turn))
+        elif model is None:
+            raise ValueError(f"turns[{k}]: a message list needs model= to be compiled")
+        else:
+            compiled.append(apply_chat_template(model, turn, chat_template=chat_template, **extra).input_ids)
     breaks = []
     for k in range(1, len(compiled)):
         before, now = compiled[k - 1], compiled[k]
