@@ -164,30 +164,71 @@ impl BpeModel {
     /// and draws one `rng.next_f64()` per pair in that order (all of them, whatever the outcome);
     /// a draw below `p` drops the occurrence for this step. The lowest-ranked, leftmost survivor
     /// merges; with no survivor the word is done. Whole-word entries are not used. Identical to
-    /// `BPEModel.tokenize_dropout` in the Python reference. Quadratic in the word's length.
+    /// `BPEModel.tokenize_dropout` in the Python reference.
+    ///
+    /// The eligible pairs live in an ordered set keyed by (rank, start), over a linked list of
+    /// symbols, so a step only draws until the first survivor and skips the rest of its draws
+    /// in O(1) (the generator is a counter): expected O(log n) per merge for p < 1, not O(n).
     pub fn encode_word_dropout(&self, word: &[u8], p: f64, rng: &mut SplitMix64, out: &mut Vec<u32>) {
         let mut symbols: Vec<u32> = word.iter().filter_map(|&b| self.symbol_of(b)).collect();
-        let mut eligible: Vec<(u32, usize, u32)> = Vec::new();
-        while symbols.len() > 1 {
-            eligible.clear();
-            for k in 0..symbols.len() - 1 {
-                if let Some((rank, merged)) = self.rank(symbols[k], symbols[k + 1]) {
-                    eligible.push((rank, k, merged));
-                }
-            }
-            eligible.sort_unstable();
-            let mut survivor = None;
-            for &candidate in &eligible {
-                let dropped = rng.next_f64() < p;
-                if !dropped && survivor.is_none() {
-                    survivor = Some(candidate);
-                }
-            }
-            let Some((_, k, merged)) = survivor else { break };
-            symbols[k] = merged;
-            symbols.remove(k + 1);
+        let n = symbols.len();
+        if n < 2 {
+            out.extend(symbols.iter().map(|&i| self.external[i as usize]));
+            return;
         }
-        out.extend(symbols.iter().map(|&i| self.external[i as usize]));
+        // next[i] / prev[i]: neighbours of live symbol i (n / usize::MAX at the ends);
+        // pair_at[i]: the (rank, merged) of the pair starting at live symbol i, if it has a merge.
+        let mut next: Vec<usize> = (1..=n).collect();
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut pair_at: Vec<Option<(u32, u32)>> = vec![None; n];
+        let mut eligible: std::collections::BTreeSet<(u32, usize)> = std::collections::BTreeSet::new();
+        for i in 0..n - 1 {
+            if let Some((rank, merged)) = self.rank(symbols[i], symbols[i + 1]) {
+                pair_at[i] = Some((rank, merged));
+                eligible.insert((rank, i));
+            }
+        }
+        while !eligible.is_empty() {
+            let total = eligible.len() as u64;
+            let mut drawn = 0u64;
+            let mut survivor = None;
+            for &(rank, i) in &eligible {
+                drawn += 1;
+                if !(rng.next_f64() < p) {
+                    survivor = Some((rank, i));
+                    break;
+                }
+            }
+            rng.skip(total - drawn);
+            let Some((_, i)) = survivor else { break };
+            let j = next[i];
+            let merged = pair_at[i].map_or(symbols[i], |(_, m)| m);
+            for at in [prev[i], i, j] {
+                if at < n {
+                    if let Some((rank, _)) = pair_at[at].take() {
+                        eligible.remove(&(rank, at));
+                    }
+                }
+            }
+            symbols[i] = merged;
+            next[i] = next[j];
+            if next[j] < n {
+                prev[next[j]] = i;
+            }
+            for left in [prev[i], i] {
+                if left < n && next[left] < n {
+                    if let Some((rank, m)) = self.rank(symbols[left], symbols[next[left]]) {
+                        pair_at[left] = Some((rank, m));
+                        eligible.insert((rank, left));
+                    }
+                }
+            }
+        }
+        let mut at = 0;
+        while at < n {
+            out.push(self.external[symbols[at] as usize]);
+            at = next[at];
+        }
     }
 
     /// The initial symbol of a byte: its token, else unk, else None (dropped, as Hugging Face
@@ -347,6 +388,56 @@ mod tests {
                 None => return s.iter().map(|&i| model.external[i as usize]).collect(),
             }
         }
+    }
+
+    /// The quadratic dropout loop of the specification: every step redraws every eligible pair.
+    fn naive_dropout(model: &BpeModel, word: &[u8], p: f64, rng: &mut SplitMix64) -> Vec<u32> {
+        let mut s: Vec<u32> = word.iter().filter_map(|&b| model.symbol_of(b)).collect();
+        loop {
+            let mut eligible: Vec<(u32, usize, u32)> = (0..s.len().saturating_sub(1))
+                .filter_map(|k| model.rank(s[k], s[k + 1]).map(|(r, m)| (r, k, m)))
+                .collect();
+            eligible.sort_unstable();
+            let draws: Vec<bool> = eligible.iter().map(|_| !(rng.next_f64() < p)).collect();
+            match eligible.iter().zip(draws).find(|(_, kept)| *kept) {
+                Some((&(_, k, m), _)) => {
+                    s[k] = m;
+                    s.remove(k + 1);
+                }
+                None => return s.iter().map(|&i| model.external[i as usize]).collect(),
+            }
+        }
+    }
+
+    #[test]
+    fn dropout_equals_the_quadratic_loop_and_its_limits() {
+        let m = toy();
+        let mut state = 0x1234_5678u64;
+        for case in 0..3000u64 {
+            state = SplitMix64::mix(state.wrapping_add(case));
+            let len = (state % 24) as usize;
+            let word: Vec<u8> = (0..len).map(|k| b"abcx"[((state >> (2 * k % 60)) & 3) as usize]).collect();
+            let p = [0.0, 0.1, 0.5, 0.9, 1.0][(state >> 61) as usize % 5];
+            let (mut fast_rng, mut slow_rng) = (SplitMix64::new(case), SplitMix64::new(case));
+            let mut out = Vec::new();
+            m.encode_word_dropout(&word, p, &mut fast_rng, &mut out);
+            assert_eq!(out, naive_dropout(&m, &word, p, &mut slow_rng), "word {word:?} p {p}");
+            assert_eq!(fast_rng, slow_rng, "the same number of draws");
+            if p == 0.0 {
+                let mut plain = Vec::new();
+                m.encode_word(&word, &mut plain);
+                assert_eq!(out, plain);
+            }
+            if p == 1.0 {
+                assert!(out.iter().all(|&i| i < 3));
+            }
+        }
+        // A long word: the ordered set keeps each step near-constant (the quadratic loop would
+        // need ~10^10 draws here).
+        let long: Vec<u8> = b"abc".iter().cycle().take(300_000).copied().collect();
+        let mut out = Vec::new();
+        m.encode_word_dropout(&long, 0.1, &mut SplitMix64::new(7), &mut out);
+        assert!(out.len() >= 100_000 && out.len() < 300_000);
     }
 
     #[test]

@@ -72,6 +72,11 @@ impl SplitMix64 {
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
     }
+
+    /// Advance past `k` outputs without computing them (the state is a counter).
+    pub fn skip(&mut self, k: u64) {
+        self.state = self.state.wrapping_add(k.wrapping_mul(GOLDEN_GAMMA));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
