@@ -95,7 +95,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if batched {
             engine.encode_batch(&warm_docs, None)?;
             start = Instant::now();
-            count = engine.encode_batch(&measure_docs, None)?.iter().map(Vec::len).sum();
+            count = engine
+                .encode_batch(&measure_docs, None)?
+                .iter()
+                .map(Vec::len)
+                .sum();
         } else {
             engine.encode(warm, None)?;
             start = Instant::now();

@@ -169,7 +169,13 @@ impl BpeModel {
     /// The eligible pairs live in an ordered set keyed by (rank, start), over a linked list of
     /// symbols, so a step only draws until the first survivor and skips the rest of its draws
     /// in O(1) (the generator is a counter): expected O(log n) per merge for p < 1, not O(n).
-    pub fn encode_word_dropout(&self, word: &[u8], p: f64, rng: &mut SplitMix64, out: &mut Vec<u32>) {
+    pub fn encode_word_dropout(
+        &self,
+        word: &[u8],
+        p: f64,
+        rng: &mut SplitMix64,
+        out: &mut Vec<u32>,
+    ) {
         let mut symbols: Vec<u32> = word.iter().filter_map(|&b| self.symbol_of(b)).collect();
         let n = symbols.len();
         if n < 2 {
@@ -181,7 +187,8 @@ impl BpeModel {
         let mut next: Vec<usize> = (1..=n).collect();
         let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
         let mut pair_at: Vec<Option<(u32, u32)>> = vec![None; n];
-        let mut eligible: std::collections::BTreeSet<(u32, usize)> = std::collections::BTreeSet::new();
+        let mut eligible: std::collections::BTreeSet<(u32, usize)> =
+            std::collections::BTreeSet::new();
         for i in 0..n - 1 {
             if let Some((rank, merged)) = self.rank(symbols[i], symbols[i + 1]) {
                 pair_at[i] = Some((rank, merged));
@@ -416,12 +423,18 @@ mod tests {
         for case in 0..3000u64 {
             state = SplitMix64::mix(state.wrapping_add(case));
             let len = (state % 24) as usize;
-            let word: Vec<u8> = (0..len).map(|k| b"abcx"[((state >> (2 * k % 60)) & 3) as usize]).collect();
+            let word: Vec<u8> = (0..len)
+                .map(|k| b"abcx"[((state >> (2 * k % 60)) & 3) as usize])
+                .collect();
             let p = [0.0, 0.1, 0.5, 0.9, 1.0][(state >> 61) as usize % 5];
             let (mut fast_rng, mut slow_rng) = (SplitMix64::new(case), SplitMix64::new(case));
             let mut out = Vec::new();
             m.encode_word_dropout(&word, p, &mut fast_rng, &mut out);
-            assert_eq!(out, naive_dropout(&m, &word, p, &mut slow_rng), "word {word:?} p {p}");
+            assert_eq!(
+                out,
+                naive_dropout(&m, &word, p, &mut slow_rng),
+                "word {word:?} p {p}"
+            );
             assert_eq!(fast_rng, slow_rng, "the same number of draws");
             if p == 0.0 {
                 let mut plain = Vec::new();

@@ -55,7 +55,10 @@ impl AddedTokens {
     pub fn new(added: Vec<(String, u32)>) -> Self {
         AddedTokens {
             // An empty text would match everywhere (and inside characters); it can never be meant.
-            ids: added.into_iter().filter(|(text, _)| !text.is_empty()).collect(),
+            ids: added
+                .into_iter()
+                .filter(|(text, _)| !text.is_empty())
+                .collect(),
             matchers: Mutex::new(HashMap::new()),
         }
     }
@@ -165,7 +168,8 @@ impl Engine {
             self.pre.for_each_piece(gap, &mut |piece| {
                 let mut rng = SplitMix64::new(SplitMix64::stream_seed(key, k));
                 k += 1;
-                self.model.encode_word_dropout(piece, p, &mut rng, &mut out.borrow_mut());
+                self.model
+                    .encode_word_dropout(piece, p, &mut rng, &mut out.borrow_mut());
             })
         };
         match matcher {

@@ -12,10 +12,12 @@ use crate::bert_text::{self, BertNormalizer};
 use crate::bpe::BpeModel;
 use crate::bpe_train;
 use crate::engine::Engine;
-use crate::text_engine::{decode_base64, Model, Normalizer, PreTokenizer as TextPreTokenizer, TextEngine};
+use crate::pretokenize::PreTokenizer;
+use crate::text_engine::{
+    decode_base64, Model, Normalizer, PreTokenizer as TextPreTokenizer, TextEngine,
+};
 use crate::unigram::UnigramModel;
 use crate::wordpiece::WordPieceModel;
-use crate::pretokenize::PreTokenizer;
 use crate::{bytemap, utf8, Error};
 
 impl From<Error> for PyErr {
@@ -164,12 +166,18 @@ impl IdLists {
             for (k, &id) in ids.iter().enumerate() {
                 // The ints are spread over a few MB; fetching the ones needed a little later
                 // hides most of the cache misses of the reference-count updates.
-                if let Some(int) = ids.get(k + 16).and_then(|&ahead| self.ints.get(ahead as usize)) {
+                if let Some(int) = ids
+                    .get(k + 16)
+                    .and_then(|&ahead| self.ints.get(ahead as usize))
+                {
                     prefetch(int.as_ptr());
                 }
                 let obj = match self.ints.get(id as usize) {
                     Some(int) => int.clone_ref(py).into_ptr(),
-                    None => id.into_pyobject(py).unwrap_or_else(|e| match e {}).into_ptr(),
+                    None => id
+                        .into_pyobject(py)
+                        .unwrap_or_else(|e| match e {})
+                        .into_ptr(),
                 };
                 // Cannot fail: the index is in range and the object is a list.
                 ffi::PyList_SetItem(list.as_ptr(), k as ffi::Py_ssize_t, obj);
@@ -216,10 +224,13 @@ impl IdLists {
         std::thread::scope(|scope| {
             let views = &views;
             scope.spawn(move || {
-                views.par_iter().enumerate().for_each_with(tx, |tx, (k, text)| {
-                    // A send fails only once the receiver is gone: nothing left to do.
-                    let _ = tx.send((k, encode(text)));
-                });
+                views
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (k, text)| {
+                        // A send fails only once the receiver is gone: nothing left to do.
+                        let _ = tx.send((k, encode(text)));
+                    });
             });
             for _ in 0..views.len() {
                 let received = match rx.try_recv() {
@@ -234,7 +245,8 @@ impl IdLists {
                     }
                 };
                 let Ok((k, ids)) = received else {
-                    first_error.get_or_insert(PyValueError::new_err("encode_batch: a worker stopped"));
+                    first_error
+                        .get_or_insert(PyValueError::new_err("encode_batch: a worker stopped"));
                     break;
                 };
                 if first_error.is_some() {
@@ -253,7 +265,9 @@ impl IdLists {
             .into_iter()
             .enumerate()
             .map(|(k, list)| {
-                list.ok_or_else(|| PyValueError::new_err(format!("encode_batch: texts[{k}] got no result")))
+                list.ok_or_else(|| {
+                    PyValueError::new_err(format!("encode_batch: texts[{k}] got no result"))
+                })
             })
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
@@ -310,7 +324,8 @@ impl PyBpeEngine {
         matchable: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        self.lists.encode_one(py, text, |t| self.inner.encode(t, matcher.as_deref()))
+        self.lists
+            .encode_one(py, text, |t| self.inner.encode(t, matcher.as_deref()))
     }
 
     /// Ids of many texts, encoded in parallel with the GIL released.
@@ -321,7 +336,8 @@ impl PyBpeEngine {
         matchable: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        self.lists.encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
+        self.lists
+            .encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
     }
 
     /// BPE-dropout ids of `text` (probability `p`, stream key `key`); see `Engine::encode_dropout`.
@@ -334,7 +350,9 @@ impl PyBpeEngine {
         key: u64,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        self.lists.encode_one(py, text, |t| self.inner.encode_dropout(t, matcher.as_deref(), p, key))
+        self.lists.encode_one(py, text, |t| {
+            self.inner.encode_dropout(t, matcher.as_deref(), p, key)
+        })
     }
 
     /// Forget the cached words (results never depend on the cache).
@@ -387,7 +405,8 @@ impl PyTextEngine {
         matchable: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        self.lists.encode_one(py, text, |t| self.inner.encode(t, matcher.as_deref()))
+        self.lists
+            .encode_one(py, text, |t| self.inner.encode(t, matcher.as_deref()))
     }
 
     fn encode_batch<'py>(
@@ -397,7 +416,8 @@ impl PyTextEngine {
         matchable: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        self.lists.encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
+        self.lists
+            .encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
     }
 
     /// Sampled Unigram ids of `text` (temperature `alpha`, stream key `key`).
@@ -410,7 +430,9 @@ impl PyTextEngine {
         key: u64,
     ) -> PyResult<Bound<'py, PyList>> {
         let matcher = self.inner.matcher(&matchable)?;
-        self.lists.encode_one(py, text, |t| self.inner.encode_sample(t, matcher.as_deref(), alpha, key))
+        self.lists.encode_one(py, text, |t| {
+            self.inner.encode_sample(t, matcher.as_deref(), alpha, key)
+        })
     }
 
     /// Forget the cached words (results never depend on the cache).
@@ -456,7 +478,10 @@ fn bad_spec(what: &str) -> PyErr {
 
 /// The model of a TextEngine and its largest id.
 fn text_model(model_type: &str, spec: &serde_json::Value) -> PyResult<(Model, u32)> {
-    let unk = spec.get("unk_id").and_then(|v| v.as_u64()).map(|v| v as u32);
+    let unk = spec
+        .get("unk_id")
+        .and_then(|v| v.as_u64())
+        .map(|v| v as u32);
     match model_type {
         "WordPiece" => {
             let vocab: Vec<(String, u32)> = spec["vocab"]
@@ -503,7 +528,8 @@ fn bert_normalize(
     strip_accents: Option<bool>,
     lowercase: bool,
 ) -> PyResult<String> {
-    let normalizer = BertNormalizer::new(clean_text, handle_chinese_chars, strip_accents, lowercase);
+    let normalizer =
+        BertNormalizer::new(clean_text, handle_chinese_chars, strip_accents, lowercase);
     let mut out = String::new();
     normalizer.normalize(&text_as_utf8(text)?, &mut out);
     Ok(out)
@@ -580,7 +606,10 @@ impl PyPretokenCounter {
 
     /// Count the pre-tokens of `texts`.
     fn add(&self, py: Python<'_>, texts: Vec<Bound<'_, PyString>>) -> PyResult<()> {
-        let owned = texts.iter().map(text_as_utf8).collect::<PyResult<Vec<_>>>()?;
+        let owned = texts
+            .iter()
+            .map(text_as_utf8)
+            .collect::<PyResult<Vec<_>>>()?;
         let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
         let pre = &self.pre;
         let batch = py.detach(|| {
@@ -685,7 +714,10 @@ impl PyWordCounter {
 
     /// Count the words of `texts` (each text is one stretch between special tokens).
     fn add(&self, py: Python<'_>, texts: Vec<Bound<'_, PyString>>) -> PyResult<()> {
-        let owned = texts.iter().map(text_as_utf8).collect::<PyResult<Vec<_>>>()?;
+        let owned = texts
+            .iter()
+            .map(text_as_utf8)
+            .collect::<PyResult<Vec<_>>>()?;
         let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
         let (normalizer, pre) = (self.normalizer.as_ref(), self.pre.as_ref());
         let batch = py.detach(|| {

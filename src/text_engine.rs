@@ -70,7 +70,10 @@ pub enum Normalizer {
 
 impl Normalizer {
     /// `charsmap` supplies the decoded bytes of a Precompiled stage's base64 blob.
-    pub fn from_json(v: &Value, charsmap: &dyn Fn(&str) -> Result<Vec<u8>, Error>) -> Result<Self, Error> {
+    pub fn from_json(
+        v: &Value,
+        charsmap: &dyn Fn(&str) -> Result<Vec<u8>, Error>,
+    ) -> Result<Self, Error> {
         Ok(match text(v, "type")? {
             "BertNormalizer" => Normalizer::Bert(BertNormalizer::new(
                 field_bool(v, "clean_text", true)?,
@@ -81,9 +84,9 @@ impl Normalizer {
                 },
                 field_bool(v, "lowercase", true)?,
             )),
-            "Precompiled" => Normalizer::Precompiled(Box::new(Precompiled::from_bytes(&charsmap(
-                text(v, "precompiled_charsmap")?,
-            )?)?)),
+            "Precompiled" => Normalizer::Precompiled(Box::new(Precompiled::from_bytes(
+                &charsmap(text(v, "precompiled_charsmap")?)?,
+            )?)),
             "Replace" => {
                 let pattern = field(v, "pattern")?;
                 let (source, is_regex) = match (pattern.get("String"), pattern.get("Regex")) {
@@ -154,7 +157,9 @@ impl PreTokenizer {
             "Metaspace" => {
                 let mut chars = text(v, "replacement")?.chars();
                 let (Some(replacement), None) = (chars.next(), chars.next()) else {
-                    return Err(Error::Unsupported("replacement is not one character".into()));
+                    return Err(Error::Unsupported(
+                        "replacement is not one character".into(),
+                    ));
                 };
                 // "first" needs each piece's position in the raw input, which this engine does
                 // not track; the Python reference runs such files.
@@ -236,7 +241,13 @@ pub fn for_each_word(
 
 /// Hugging Face's Metaspace: spaces become the replacement, one is put in front (by the scheme)
 /// and the text is cut before every replacement (MergedWithNext).
-fn metaspace(text: &str, replacement: char, prepend: Prepend, split: bool, f: &mut dyn FnMut(&str)) {
+fn metaspace(
+    text: &str,
+    replacement: char,
+    prepend: Prepend,
+    split: bool,
+    f: &mut dyn FnMut(&str),
+) {
     if text.is_empty() {
         return;
     }
@@ -384,13 +395,18 @@ impl TextEngine {
         let mut k: u64 = 0;
         let mut gap = |gap: &str, _: usize| -> Result<(), Error> {
             let mut failed = Ok(());
-            for_each_word(self.normalizer.as_ref(), self.pre.as_ref(), gap, &mut |word| {
-                if failed.is_ok() {
-                    let mut rng = SplitMix64::new(SplitMix64::stream_seed(key, k));
-                    k += 1;
-                    failed = model.sample_with(word, alpha, &mut rng, &mut out.borrow_mut());
-                }
-            });
+            for_each_word(
+                self.normalizer.as_ref(),
+                self.pre.as_ref(),
+                gap,
+                &mut |word| {
+                    if failed.is_ok() {
+                        let mut rng = SplitMix64::new(SplitMix64::stream_seed(key, k));
+                        k += 1;
+                        failed = model.sample_with(word, alpha, &mut rng, &mut out.borrow_mut());
+                    }
+                },
+            );
             failed
         };
         match matcher {

@@ -77,7 +77,10 @@ fn slot_index(h: u64, bits: u32) -> usize {
 
 #[inline]
 fn short_index(key: [u64; 2], len: usize) -> usize {
-    let h = key[0] ^ (key[1] ^ len as u64).wrapping_mul(0xA076_1D64_78BD_642F).rotate_left(32);
+    let h = key[0]
+        ^ (key[1] ^ len as u64)
+            .wrapping_mul(0xA076_1D64_78BD_642F)
+            .rotate_left(32);
     slot_index(h, SHORT_SLOTS.trailing_zeros())
 }
 
@@ -87,7 +90,9 @@ fn long_index(piece: &[u8]) -> usize {
     for chunk in piece.chunks(8) {
         let mut w = [0u8; 8];
         w[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(MULTIPLIER).rotate_left(26);
+        h = (h ^ u64::from_le_bytes(w))
+            .wrapping_mul(MULTIPLIER)
+            .rotate_left(26);
     }
     slot_index(h, LONG_SLOTS.trailing_zeros())
 }
@@ -280,7 +285,10 @@ mod tests {
 
     #[test]
     fn short_keys_identify_pieces() {
-        let short: Vec<_> = pieces().into_iter().filter(|p| p.len() <= SHORT_KEY).collect();
+        let short: Vec<_> = pieces()
+            .into_iter()
+            .filter(|p| p.len() <= SHORT_KEY)
+            .collect();
         let keys: std::collections::HashSet<_> =
             short.iter().map(|p| (short_key(p), p.len())).collect();
         assert_eq!(keys.len(), short.len());
@@ -291,7 +299,9 @@ mod tests {
         let all = pieces();
         let ids_of = |p: &[u8]| -> Vec<u32> {
             let n = 1 + p.len() % 9; // some too many ids for either table
-            (0..n as u32).map(|k| k * 1000 + p.len() as u32 + p[0] as u32).collect()
+            (0..n as u32)
+                .map(|k| k * 1000 + p.len() as u32 + p[0] as u32)
+                .collect()
         };
         let mut cache = WordCache::default();
         for p in &all {
@@ -307,6 +317,10 @@ mod tests {
                 assert!(out.is_empty());
             }
         }
-        assert!(hits > all.len() / 4, "only {hits} of {} pieces cached", all.len());
+        assert!(
+            hits > all.len() / 4,
+            "only {hits} of {} pieces cached",
+            all.len()
+        );
     }
 }

@@ -84,7 +84,10 @@ impl TrieBuilder {
         }
         let mut node = 0u32;
         for &b in key {
-            let found = self.children[node as usize].iter().find(|e| e.0 == b).map(|e| e.1);
+            let found = self.children[node as usize]
+                .iter()
+                .find(|e| e.0 == b)
+                .map(|e| e.1);
             node = match found {
                 Some(child) => child,
                 None => {
@@ -137,7 +140,9 @@ impl WordPieceModel {
         max_input_chars_per_word: usize,
     ) -> Result<Self, Error> {
         if !vocab.iter().any(|(_, id)| *id == unk) {
-            return Err(Error::Invalid(format!("unk id {unk} is not in the vocabulary")));
+            return Err(Error::Invalid(format!(
+                "unk id {unk} is not in the vocabulary"
+            )));
         }
         let initial = vocab
             .iter()
@@ -211,7 +216,12 @@ mod tests {
 
     #[test]
     fn seed_examples() {
-        let m = model(&["[UNK]", "un", "##want", "##ed", "runn", "play", ",", "##ing", "##er"], 100);
+        let m = model(
+            &[
+                "[UNK]", "un", "##want", "##ed", "runn", "play", ",", "##ing", "##er",
+            ],
+            100,
+        );
         assert_eq!(encode(&m, "unwanted"), vec![1, 2, 3]);
         assert_eq!(encode(&m, "want"), vec![0]);
         assert_eq!(encode(&m, "playingx"), vec![0]);

@@ -90,7 +90,6 @@ pub struct Training {
     pub stop: StopReason,
 }
 
-
 fn invalid(message: String) -> Error {
     Error::Invalid(format!("WordPiece training: {message}"))
 }
