@@ -43,6 +43,19 @@ impl AddedMatcher {
     }
 }
 
+/// [`AddedMatcher::split`] when there is a matcher, else the whole text is one gap at offset 0.
+pub fn split_added(
+    matcher: Option<&AddedMatcher>,
+    text: &str,
+    gap: &mut dyn FnMut(&str, usize) -> Result<(), Error>,
+    token: &mut dyn FnMut(u32),
+) -> Result<(), Error> {
+    match matcher {
+        Some(m) => m.split(text, gap, token),
+        None => gap(text, 0),
+    }
+}
+
 /// The added tokens of a tokenizer and a cache of matchers, one per set of matchable texts
 /// (the set depends on which specials a call allows).
 #[derive(Default)]
@@ -166,16 +179,13 @@ impl Engine {
                 return Ok(());
             }
             self.pre.for_each_piece(gap, &mut |piece| {
-                let mut rng = SplitMix64::new(SplitMix64::stream_seed(key, k));
+                let mut rng = SplitMix64::for_stream(key, k);
                 k += 1;
                 self.model
                     .encode_word_dropout(piece, p, &mut rng, &mut out.borrow_mut());
             })
         };
-        match matcher {
-            None => gap(text, 0)?,
-            Some(m) => m.split(text, &mut gap, &mut |id| out.borrow_mut().push(id))?,
-        }
+        split_added(matcher, text, &mut gap, &mut |id| out.borrow_mut().push(id))?;
         Ok(out.into_inner())
     }
 

@@ -383,14 +383,7 @@ impl PyTextEngine {
     ) -> PyResult<Self> {
         let spec = parse_json(model_json, "model_json")?;
         let (model, max_id) = text_model(model_type, &spec)?;
-        let normalizer = match parse_json(normalizer_json, "normalizer_json")? {
-            serde_json::Value::Null => None,
-            doc => Some(Normalizer::from_json(&doc, &decode_base64)?),
-        };
-        let pre = match parse_json(pre_tokenizer_json, "pre_tokenizer_json")? {
-            serde_json::Value::Null => None,
-            doc => Some(TextPreTokenizer::from_json(&doc)?),
-        };
+        let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
         let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
         Ok(PyTextEngine {
             inner: TextEngine::new(normalizer, pre, model, added),
@@ -692,19 +685,29 @@ struct PyWordCounter {
     counts: SharedCounts,
 }
 
+/// The normalizer and pre-tokenizer of a text pipeline from their tokenizer.json objects
+/// ("null" for an absent stage).
+fn text_stages(
+    normalizer_json: &str,
+    pre_tokenizer_json: &str,
+) -> PyResult<(Option<Normalizer>, Option<TextPreTokenizer>)> {
+    let normalizer = match parse_json(normalizer_json, "normalizer_json")? {
+        serde_json::Value::Null => None,
+        doc => Some(Normalizer::from_json(&doc, &decode_base64)?),
+    };
+    let pre = match parse_json(pre_tokenizer_json, "pre_tokenizer_json")? {
+        serde_json::Value::Null => None,
+        doc => Some(TextPreTokenizer::from_json(&doc)?),
+    };
+    Ok((normalizer, pre))
+}
+
 #[pymethods]
 impl PyWordCounter {
     /// `normalizer_json` / `pre_tokenizer_json`: the stages' tokenizer.json objects, or "null".
     #[new]
     fn new(normalizer_json: &str, pre_tokenizer_json: &str) -> PyResult<Self> {
-        let normalizer = match parse_json(normalizer_json, "normalizer_json")? {
-            serde_json::Value::Null => None,
-            doc => Some(Normalizer::from_json(&doc, &decode_base64)?),
-        };
-        let pre = match parse_json(pre_tokenizer_json, "pre_tokenizer_json")? {
-            serde_json::Value::Null => None,
-            doc => Some(TextPreTokenizer::from_json(&doc)?),
-        };
+        let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
         Ok(PyWordCounter {
             normalizer,
             pre,

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::bert_text::{bert_pre_tokenize, whitespace_split, BertNormalizer};
-use crate::engine::{AddedMatcher, AddedTokens};
+use crate::engine::{split_added, AddedMatcher, AddedTokens};
 use crate::precompiled::Precompiled;
 use crate::pretokenize::field_bool;
 use crate::simple_normalizers::{Replace, Strip};
@@ -401,7 +401,7 @@ impl TextEngine {
                 gap,
                 &mut |word| {
                     if failed.is_ok() {
-                        let mut rng = SplitMix64::new(SplitMix64::stream_seed(key, k));
+                        let mut rng = SplitMix64::for_stream(key, k);
                         k += 1;
                         failed = model.sample_with(word, alpha, &mut rng, &mut out.borrow_mut());
                     }
@@ -409,10 +409,7 @@ impl TextEngine {
             );
             failed
         };
-        match matcher {
-            None => gap(text, 0)?,
-            Some(m) => m.split(text, &mut gap, &mut |id| out.borrow_mut().push(id))?,
-        }
+        split_added(matcher, text, &mut gap, &mut |id| out.borrow_mut().push(id))?;
         Ok(out.into_inner())
     }
 }

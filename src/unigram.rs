@@ -73,6 +73,12 @@ impl SplitMix64 {
         (self.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
     }
 
+    /// The generator of stream `k` under `key`: seeded with [`SplitMix64::stream_seed`]`(key, k)`
+    /// (Python: `stochastic.piece_rng`).
+    pub fn for_stream(key: u64, k: u64) -> Self {
+        Self::new(Self::stream_seed(key, k))
+    }
+
     /// Advance past `k` outputs without computing them (the state is a counter).
     pub fn skip(&mut self, k: u64) {
         self.state = self.state.wrapping_add(k.wrapping_mul(GOLDEN_GAMMA));

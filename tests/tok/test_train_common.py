@@ -53,3 +53,12 @@ def test_errors_name_the_item():
         check_special_tokens(["<s>", "<s>"])
     with pytest.raises(ValueError, match=r"special_tokens\[0\]: expected a non-empty str"):
         check_special_tokens([""])
+
+
+@needs_core
+def test_lone_surrogates_count_alike_on_both_paths():
+    # The Rust path receives the raw str and replaces lone surrogates itself.
+    texts = ["ab\ud800cd [SEP] x\udc00\ud83d\ude00y", "\udfff"]
+    for name, (normalizer, pre) in PIPELINES.items():
+        assert count_words(texts, normalizer, pre, ["[SEP]"]) == \
+            count_words_reference(texts, normalizer, pre, ["[SEP]"]), name

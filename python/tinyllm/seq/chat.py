@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -99,7 +100,7 @@ def _directory_template(directory: Path) -> tuple[Optional[str], dict]:
     return None, config
 
 
-def _special_variables(config: dict, tok) -> dict:
+def _special_variables(config: dict) -> dict:
     """bos_token, eos_token, unk_token, pad_token as strings (config values may be AddedToken dicts)."""
     out = {}
     for key in ("bos_token", "eos_token", "unk_token", "pad_token"):
@@ -152,7 +153,7 @@ def _resolve(model, chat_template: Optional[str]):
     if template is None:
         raise ValueError("chat_template: the model has no chat template (tokenizer_config.json, chat_template.json "
                          "or chat_template.jinja) and none was given; pass chat_template=")
-    return tok, template, _special_variables(config, tok)
+    return tok, template, _special_variables(config)
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -229,8 +230,6 @@ def _spans(template: str, messages: list[dict], variables: dict, add_generation_
     marked_messages = [dict(m, content=_SENTINEL.format(k)) if isinstance(m.get("content"), str) else m
                        for k, m in enumerate(messages)]
     marked = _render(template, marked_messages, variables, add_generation_prompt, **extra)
-    import re
-
     pieces = re.split("\ue000tinyllm:(\\d+)\ue001", marked)
     text, spans = [], []
     at = 0

@@ -53,7 +53,7 @@ Seed 003's cases, on a synthetic vocabulary (400 = "OK ", 401 = e2, 402 = 82 ac,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 from tinyllm.tok.utf8 import new_utf8_decoder
@@ -109,10 +109,8 @@ class StopPolicy:
 
 
 def _as_list(value, name: str) -> list:
-    if isinstance(value, (str, bytes)) and name != "text_stop_strings":
-        raise ValueError(f"StopPolicy.{name}: expected a sequence, found {value!r}")
-    if isinstance(value, str):
-        raise ValueError(f"StopPolicy.{name}: expected a sequence of strings, found the single string {value!r}")
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"StopPolicy.{name}: expected a sequence, found the single {type(value).__name__} {value!r}")
     try:
         return list(value)
     except TypeError:
@@ -167,7 +165,9 @@ class OutputStream:
         self._longest_sequence = max((len(s) for s in policy.multi_token_sequences), default=0)
         self._utf8 = new_utf8_decoder()
         self._pending = bytearray()  # bytes not yet released to the UTF-8 decoder
-        self._tail_sizes: list[int] = []  # byte counts of the trailing ids still in _pending
+        # Byte counts of the last ids, as many as the longest id sequence: the ones an id-sequence
+        # match or hold can cover, which are always still wholly pending.
+        self._tail_sizes: list[int] = []
         self.processed_ids: list[int] = []
         self._visible: list[str] = []
         self._result: Optional[OutputResult] = None
@@ -195,6 +195,7 @@ class OutputStream:
         self.processed_ids.append(i)
         self._pending += raw
         self._tail_sizes.append(len(raw))
+        del self._tail_sizes[: -self._longest_sequence or None]
         sequence = self._matched_sequence()
         if sequence is not None:
             cut = sum(self._tail_sizes[-len(sequence):])
@@ -260,15 +261,6 @@ class OutputStream:
             return ""
         chunk = bytes(self._pending[:n])
         del self._pending[:n]
-        # Forget the sizes of ids whose bytes are all released (only trailing ones matter).
-        remaining = len(self._pending)
-        kept: list[int] = []
-        for size in reversed(self._tail_sizes):
-            if remaining <= 0:
-                break
-            kept.append(min(size, remaining))
-            remaining -= size
-        self._tail_sizes = kept[::-1]
         text = self._utf8.push(chunk)
         self._visible.append(text)
         return text

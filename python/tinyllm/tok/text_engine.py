@@ -22,6 +22,16 @@ def _stages_supported(doc, allowed: tuple) -> bool:
     return inner is None or all(_stages_supported(d, allowed) for d in inner)
 
 
+def uses_first_scheme(pre_tokenizer: dict | None) -> bool:
+    """Whether a pre-tokenizer (tokenizer.json object) has a Metaspace stage with the "first"
+    prepend scheme, which depends on where each piece sits in the raw input."""
+    if pre_tokenizer is None:
+        return False
+    if pre_tokenizer.get("type") == "Metaspace":
+        return pre_tokenizer.get("prepend_scheme") == "first"
+    return any(uses_first_scheme(stage) for stage in pre_tokenizer.get("pretokenizers") or ())
+
+
 def build_text_engine(tok, model_type: str, model_spec: dict):
     from tinyllm._native import core
 
@@ -33,7 +43,7 @@ def build_text_engine(tok, model_type: str, model_spec: dict):
         return None
     if normalizer is not None and any(t.normalized for t in tok.added_tokens):
         return None  # normalized added tokens are matched after normalization: reference only
-    if '"prepend_scheme": "first"' in json.dumps(pre):
+    if uses_first_scheme(pre):
         # "first" depends on where each piece sits in the raw input (after normalizer deletions
         # and earlier pre-tokenizer stages); the reference tracks that, the engine does not.
         return None

@@ -27,9 +27,7 @@ from typing import Iterable, Sequence
 import regex
 
 from tinyllm.tok.pre_tokenizers import GPT2_PATTERN
-from tinyllm.tok.specials import leftmost_longest
-from tinyllm.tok.text import clean_text
-from tinyllm.tok.train_common import check_special_tokens, corpus_texts
+from tinyllm.tok.train_common import check_special_tokens, corpus_texts, feed, stretches
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                   r"|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -57,14 +55,9 @@ def count_pretokens(texts: Iterable[str], pattern: str = "gpt2", specials: Seque
     learns from it.
     """
     compiled = compile_pattern(pattern)
-    cut = leftmost_longest(frozenset(specials))
     counts: Counter = Counter()
-    for k, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise ValueError(f"texts[{k}]: expected a str, found {type(text).__name__}")
-        text = clean_text(text)
-        for gap in cut.split(text) if cut is not None else (text,):
-            counts.update(m.group().encode("utf-8") for m in compiled.finditer(gap))
+    for gap in stretches(texts, specials):
+        counts.update(m.group().encode("utf-8") for m in compiled.finditer(gap))
     return counts
 
 
@@ -177,16 +170,7 @@ def _learn_in_rust(texts: Iterable[str], pre_tokenizer, specials: Sequence[str],
         counter = core.PretokenCounter(json.dumps(pre_tokenizer.to_json()))
     except ValueError:
         return None
-    cut = leftmost_longest(frozenset(specials))
-    pending: list[str] = []
-    for k, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise ValueError(f"texts[{k}]: expected a str, found {type(text).__name__}")
-        pending.extend(cut.split(text) if cut is not None else (text,))
-        if len(pending) >= batch:
-            counter.add(pending)
-            pending = []
-    counter.add(pending)
+    feed(counter, stretches(texts, specials, clean=False), batch)
     if len(counter) == 0:
         return [], "no_pairs", 0
     merges, stop = counter.train(256, max_merges, min_frequency, progress)

@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 
 from tinyllm.tok.specials import leftmost_longest
 from tinyllm.tok.text import clean_text
+from tinyllm.tok.text_engine import uses_first_scheme
 
 
 def corpus_texts(corpus) -> Iterable[str]:
@@ -52,21 +53,34 @@ def check_special_tokens(special_tokens, parameter: str = "special_tokens") -> l
     return specials
 
 
-def _stretches(texts: Iterable[str], specials: Sequence[str]) -> Iterable[str]:
-    """The stretches of text between special tokens, text by text."""
+def stretches(texts: Iterable[str], specials: Sequence[str], clean: bool = True) -> Iterable[str]:
+    """The stretches of text between special tokens, text by text. `clean=False` leaves lone
+    surrogates for the Rust core, which replaces them by the same rule as `clean_text`."""
     cut = leftmost_longest(frozenset(specials))
     for k, text in enumerate(texts):
         if not isinstance(text, str):
             raise ValueError(f"texts[{k}]: expected a str, found {type(text).__name__}")
-        text = clean_text(text)
+        if clean:
+            text = clean_text(text)
         yield from (cut.split(text) if cut is not None else (text,))
+
+
+def feed(counter, parts: Iterable[str], batch: int = 8192) -> None:
+    """Hand `parts` to a Rust counter's `add` in batches (the GIL is released inside each)."""
+    pending: list[str] = []
+    for part in parts:
+        pending.append(part)
+        if len(pending) >= batch:
+            counter.add(pending)
+            pending = []
+    counter.add(pending)
 
 
 def count_words_reference(texts: Iterable[str], normalizer, pre_tokenizer,
                           specials: Sequence[str] = ()) -> list[tuple[str, int]]:
     """The readable counter: (word, count) in code point order."""
     counts: Counter = Counter()
-    for stretch in _stretches(texts, specials):
+    for stretch in stretches(texts, specials):
         text = normalizer.normalize(stretch) if normalizer is not None else stretch
         if pre_tokenizer is None:
             if text:
@@ -82,7 +96,7 @@ def _rust_counter(normalizer, pre_tokenizer):
 
     if core is None or not hasattr(core, "WordCounter") or os.environ.get("TINYLLM_PURE_PYTHON") == "1":
         return None
-    if pre_tokenizer is not None and "\"first\"" in json.dumps(pre_tokenizer.to_json()):
+    if pre_tokenizer is not None and uses_first_scheme(pre_tokenizer.to_json()):
         return None  # Metaspace's "first" scheme depends on the text start; the reference knows it
     try:
         return core.WordCounter(json.dumps(normalizer.to_json() if normalizer is not None else None),
@@ -101,11 +115,5 @@ def count_words(texts: Iterable[str], normalizer, pre_tokenizer, specials: Seque
     counter = _rust_counter(normalizer, pre_tokenizer)
     if counter is None:
         return count_words_reference(texts, normalizer, pre_tokenizer, specials)
-    pending: list[str] = []
-    for stretch in _stretches(texts, specials):
-        pending.append(stretch)
-        if len(pending) >= batch:
-            counter.add(pending)
-            pending = []
-    counter.add(pending)
+    feed(counter, stretches(texts, specials, clean=False), batch)
     return counter.words()

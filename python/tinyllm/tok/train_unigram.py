@@ -37,7 +37,6 @@ A tiny corpus: `▁ab` and `▁abab` are frequent enough to become pieces; the c
 from __future__ import annotations
 
 import math
-import os
 import sys
 from typing import Iterable, NamedTuple, Optional, Sequence
 
