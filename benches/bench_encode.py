@@ -201,7 +201,7 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
 
 def exactness(name: str, corpus: str, stress: int) -> dict:
     """Share of documents / stress strings with ids identical to Hugging Face's."""
-    from tinyllm.tok.stress import stress_strings
+    from tests.support.stress import stress_strings
 
     docs = documents(corpus)
     libs = load_libraries(name)

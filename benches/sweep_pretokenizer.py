@@ -25,7 +25,7 @@ def main() -> int:
         print("sweep skipped: the `tokenizers` package is not installed (pip install '.[bench]')")
         return 0
     from tinyllm import _core
-    from tinyllm.tok.bytemap import token_string
+    from tinyllm.tok.text.byte_alphabet import token_string
 
     oracle = ByteLevel(add_prefix_space=False, use_regex=True)
     spec = json.dumps({"type": "ByteLevel", "add_prefix_space": False, "use_regex": True})

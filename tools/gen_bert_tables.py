@@ -7,8 +7,8 @@ mapping. Each has its own Unicode version, none equal to the running Python's `u
 tinyllm does not ask `unicodedata` at all: this script sends every code point (surrogates aside)
 through HF's own stages, one flag at a time, and writes what they did as range tables:
 
-    python/tinyllm/tok/_bert_tables.py   read by the pure-Python reference (tinyllm.tok.bert_text)
-    src/bert_tables.rs                   read by the Rust fast path (src/bert_text.rs)
+    python/tinyllm/tok/stages/bert_tables.py   read by the pure-Python reference (tinyllm.tok.stages.bert)
+    src/stages/bert_tables.rs                  read by the Rust fast path (src/stages/bert.rs)
 
 Both files come from the same measurements in one run, so the two implementations cannot drift.
 
@@ -48,8 +48,8 @@ from tokenizers import normalizers as hf_norm
 from tokenizers import pre_tokenizers as hf_pre
 
 ROOT = Path(__file__).resolve().parents[1]
-PY_OUT = ROOT / "python" / "tinyllm" / "tok" / "_bert_tables.py"
-RS_OUT = ROOT / "src" / "bert_tables.rs"
+PY_OUT = ROOT / "python" / "tinyllm" / "tok" / "stages" / "bert_tables.py"
+RS_OUT = ROOT / "src" / "stages" / "bert_tables.rs"
 
 HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 CODE_POINTS = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
@@ -335,7 +335,7 @@ def golden_cases() -> list[tuple[str, tuple, str]]:
 
 
 def write_python(tables: dict, golden) -> str:
-    out = ['"""Unicode tables of BERT\'s text stages (see tinyllm.tok.bert_text).', ""]
+    out = ['"""Unicode tables of BERT\'s text stages (see tinyllm.tok.stages.bert).', ""]
     out += header_lines()
     out += ['"""', "", f'TOKENIZERS_VERSION = "{tokenizers.__version__}"', ""]
     for name, key, care_only_nfd in RANGE_TABLES:
@@ -353,7 +353,7 @@ def write_python(tables: dict, golden) -> str:
             "LOWERCASE = {", wrap(items, "    "), "}", ""]
     items = [f"({py_str(t)}, {flags!r}, {py_str(expected)})," for t, flags, expected in golden]
     out += ["# Test data: (text, (clean_text, handle_chinese_chars, strip_accents, lowercase), HF output).",
-            "# The Rust unit tests check the same cases (src/bert_tables.rs holds a copy).",
+            "# The Rust unit tests check the same cases (src/stages/bert_tables.rs holds a copy).",
             "GOLDEN = (", *["    " + i for i in items], ")", ""]
     return "\n".join(out)
 
@@ -366,7 +366,7 @@ def rs_flags(flags) -> str:
 
 
 def write_rust(tables: dict, golden) -> str:
-    out = ["//! Unicode tables of BERT's text stages (see `bert_text`).", "//!"]
+    out = ["//! Unicode tables of BERT's text stages (see `stages::bert`).", "//!"]
     out += ["//! " + line for line in header_lines()]
     out += ["", f'pub const TOKENIZERS_VERSION: &str = "{tokenizers.__version__}";', ""]
     for name, key, care_only_nfd in RANGE_TABLES:
@@ -386,7 +386,7 @@ def write_rust(tables: dict, golden) -> str:
             "#[rustfmt::skip]", "pub static LOWERCASE: &[(u32, &str)] = &[", wrap(items, "    "), "];", ""]
     items = [f"({rs_str(text)}, {rs_flags(flags)}, {rs_str(expected)})," for text, flags, expected in golden]
     out += ["/// Test data: (clean_text, handle_chinese_chars, strip_accents, lowercase) of a golden case;",
-            "/// the Python tests check the same cases (`GOLDEN` in _bert_tables.py).",
+            "/// the Python tests check the same cases (`GOLDEN` in tinyllm/tok/stages/bert_tables.py).",
             "#[cfg(test)]", "pub type GoldenFlags = (bool, bool, Option<bool>, bool);", "",
             "/// (text, flags, HF output) for the Rust unit tests.",
             "#[cfg(test)]", "#[rustfmt::skip]",
@@ -402,11 +402,11 @@ def write_rust(tables: dict, golden) -> str:
 def verify() -> None:
     """Check tinyllm's reference (with the tables in the tree) against HF on every code point."""
     sys.path.insert(0, str(ROOT / "python"))
-    for name in ("tinyllm.tok._bert_tables", "tinyllm.tok.bert_text"):
+    for name in ("tinyllm.tok.stages.bert_tables", "tinyllm.tok.stages.bert"):
         if name in sys.modules:
             importlib.reload(sys.modules[name])
-    bert_text = importlib.import_module("tinyllm.tok.bert_text")
-    tables = importlib.import_module("tinyllm.tok._bert_tables")
+    bert_text = importlib.import_module("tinyllm.tok.stages.bert")
+    tables = importlib.import_module("tinyllm.tok.stages.bert_tables")
     if tables.TOKENIZERS_VERSION != tokenizers.__version__:
         print(f"note: tables were measured with tokenizers {tables.TOKENIZERS_VERSION}, "
               f"installed is {tokenizers.__version__}", file=sys.stderr)
@@ -429,7 +429,7 @@ def verify() -> None:
 
 def _verify_mark_runs(bert_text) -> int:
     """Random runs of non-starters (and a few starters) through NFD with strip on and off."""
-    from tinyllm.tok import _bert_tables as t
+    from tinyllm.tok.stages import bert_tables as t
 
     rng = random.Random(0)
     marks = [chr(cp) for lo, hi, _ in t.COMBINING_CLASS for cp in range(lo, hi + 1)]

@@ -167,7 +167,7 @@ def _subword_trainer(args: argparse.Namespace):
 
         return WordPieceTokenizer, {**options, "min_frequency": args.min_frequency, "lowercase": not args.cased,
                                     "limit_alphabet": args.limit_alphabet}
-    from tinyllm.tok.unigram_tokenizer import UnigramTokenizer
+    from tinyllm.tok.models.unigram import UnigramTokenizer
 
     return UnigramTokenizer, {**options, "character_coverage": args.character_coverage,
                               "max_piece_length": args.max_piece_length, "seed_size": args.seed_size,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.peers import ours, tokenizer_path
 from tinyllm.seq.chat import (TEMPLATE, apply_chat_template, check_prefix_stable, render_chat_template)
-from tinyllm.tok.hf_json import tokenizer_from_document
+from tinyllm.tok.load import tokenizer_from_document
 
 SMOL = "smollm2"
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<repo_name>", "<file_sep>", "<empty_output>"]

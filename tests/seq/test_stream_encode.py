@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.peers import ours
 from tinyllm.seq.stream_encode import StreamEncoder
-from tinyllm.tok.bytemap import token_string
+from tinyllm.tok.text.byte_alphabet import token_string
 from tinyllm.tok.models.bpe import BPEModel
 
 

@@ -6,7 +6,7 @@ from hypothesis import given
 
 from tests.strategies import texts
 from tinyllm.tok import ByteTokenizer, CharTokenizer, Tokenizer, check_ids
-from tinyllm.tok.bytemap import bytes_to_unicode, unicode_to_bytes
+from tinyllm.tok.text.byte_alphabet import bytes_to_unicode, unicode_to_bytes
 
 PROTOCOL_MEMBERS = (
     "vocab_size", "special_ids", "unk_id", "encode", "decode", "token_to_id", "id_to_token", "save", "load"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import raw_bytes, texts, utf8_fragments
 from tinyllm.tok import ByteTokenizer, CharTokenizer, IncrementalDecoder
-from tinyllm.tok.utf8 import Utf8StreamDecoder
+from tinyllm.tok.text.utf8 import Utf8StreamDecoder
 
 
 def stream(tok, ids, **kw):

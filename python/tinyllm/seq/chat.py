@@ -341,7 +341,7 @@ def apply_chat_template(model, messages, *, add_generation_prompt: bool = False,
     With `add_special`, the tokenizer's post-processor also runs, but a control it would add that
     the template already wrote (a BOS, say) is not added again: every control has one owner.
     """
-    from tinyllm.tok.specials import find_all
+    from tinyllm.tok.stages.special_policy import find_all
 
     messages = _check_messages(messages)
     _check_modes(add_generation_prompt, continue_final_message, messages)

@@ -56,7 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
-from tinyllm.tok.utf8 import new_utf8_decoder
+from tinyllm.tok.text.utf8 import new_utf8_decoder
 
 Matched = Union[int, tuple, str, None]
 FINISH_REASONS = ("stop", "length", "end")

@@ -10,7 +10,7 @@ later bytes may still change, and `cancel()` drops everything not yet committed.
 Seed 003's traces, on a byte-level table where byte b is id b and the merges are
 (a, b) -> 256, (b, c) -> 257, (ab, c) -> 258, (e2, 82) -> 260:
 
->>> from tinyllm.tok.bytemap import token_string
+>>> from tinyllm.tok.text.byte_alphabet import token_string
 >>> from tinyllm.tok.models.bpe import BPEModel
 >>> vocab = {token_string(bytes([b])): b for b in range(256)}
 >>> vocab.update({token_string(b"ab"): 256, token_string(b"bc"): 257, token_string(b"abc"): 258,
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Callable, Union
 
-from tinyllm.tok.utf8 import incomplete_suffix_length
+from tinyllm.tok.text.utf8 import incomplete_suffix_length
 
 Encoder = Callable[[bytes], list]
 

@@ -12,7 +12,7 @@ from tinyllm.tok.load import load
 from tinyllm.tok.models.bpe import BPETokenizer
 from tinyllm.tok.models.wordpiece import WordPieceTokenizer
 from tinyllm.tok.stream import IncrementalDecoder
-from tinyllm.tok.unigram_tokenizer import UnigramTokenizer
+from tinyllm.tok.models.unigram import UnigramTokenizer
 
 __all__ = ["BPETokenizer", "ByteTokenizer", "CharTokenizer", "IncrementalDecoder", "Tokenizer", "UnigramTokenizer",
            "WordPieceTokenizer", "check_ids", "load"]

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Optional, Protocol, runtime_checkable
 
-from tinyllm.tok.bytemap import byte_alphabet, byte_of
-from tinyllm.tok.specials import SpecialPolicy, SpecialSet
-from tinyllm.tok.text import require_str, to_utf8
+from tinyllm.tok.text.byte_alphabet import byte_alphabet, byte_of
+from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet
+from tinyllm.tok.text.clean import require_str, to_utf8
 
 
 @runtime_checkable

@@ -27,8 +27,8 @@ from typing import Any, Optional
 
 from tinyllm._io import atomic_write_text, read_json_file
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
-from tinyllm.tok.specials import SpecialPolicy, SpecialSet, split_on_specials
-from tinyllm.tok.text import clean_text, require_str
+from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, split_on_specials
+from tinyllm.tok.text.clean import clean_text, require_str
 
 FILE_NAME = "tinyllm_char.json"
 ROLE_TEXTS = {"unk": "<unk>", "bos": "<bos>", "eos": "<eos>", "pad": "<pad>"}

@@ -24,17 +24,39 @@ from typing import Callable
 from tinyllm._io import read_json_file
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
-from tinyllm.tok.hf_json import read_tokenizer_json, tokenizer_from_document
+from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
+from tinyllm.tok.models.bpe import BPETokenizer
+from tinyllm.tok.models.unigram import UnigramTokenizer
+from tinyllm.tok.models.wordpiece import WordPieceTokenizer
 
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"
 
 PRESET_DIR = Path(__file__).parent / "presets"
 
+#: The tokenizer class of each tokenizer.json model type.
+TOKENIZER_CLASSES = {"BPE": BPETokenizer, "WordPiece": WordPieceTokenizer, "Unigram": UnigramTokenizer}
+
+
+def tokenizer_from_parts(parts: TokenizerParts) -> Tokenizer:
+    """The tokenizer of the model's type around parsed tokenizer.json components."""
+    return TOKENIZER_CLASSES[parts.model.type](parts.model, **parts.stages())
+
+
+def tokenizer_from_document(doc: object, source: str = "tokenizer.json") -> Tokenizer:
+    """The tokenizer of a parsed tokenizer.json document (ValueError names the JSON path of a
+    problem, prefixed by `source`)."""
+    return tokenizer_from_parts(parse_document(doc, source))
+
+
+def read_tokenizer_file(path: str | os.PathLike) -> Tokenizer:
+    """The tokenizer of a tokenizer.json file."""
+    return tokenizer_from_parts(read_tokenizer_json(path))
+
 
 def _preset_file(name: str) -> Callable[[], Tokenizer]:
     # Presets are immutable, so one parsed copy per process serves every caller.
-    return functools.lru_cache(maxsize=None)(lambda: read_tokenizer_json(PRESET_DIR / name / HF_FILE))
+    return functools.lru_cache(maxsize=None)(lambda: read_tokenizer_file(PRESET_DIR / name / HF_FILE))
 
 
 PRESETS: dict[str, Callable[[], Tokenizer]] = {
@@ -46,7 +68,7 @@ PRESETS: dict[str, Callable[[], Tokenizer]] = {
 # The tokenizer files a model directory may hold, and how to read each.
 FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {
     CHAR_FILE: CharTokenizer.from_file,
-    HF_FILE: lambda path: read_tokenizer_json(path),
+    HF_FILE: read_tokenizer_file,
 }
 
 TL_TOKENIZER_KINDS = ("bytes", "file")

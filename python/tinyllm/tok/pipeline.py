@@ -10,20 +10,24 @@ model in. A Rust fast path, when one is attached, must give exactly the same ids
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from tinyllm._io import atomic_write_text
 from tinyllm.seq.encoded import COORDINATES, EncodedSequence
-from tinyllm.tok.added import AddedToken
-from tinyllm.tok.alignment import normalize_with_alignment
+from tinyllm.tok.stages.added_tokens import AddedToken
+from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
-from tinyllm.tok.bytemap import token_string
-from tinyllm.tok.decoders import Joined
-from tinyllm.tok.processors import PostProcessor
-from tinyllm.tok.specials import SpecialPolicy, SpecialSet, find_all, raise_if_disallowed
-from tinyllm.tok.text import clean_text, require_str
+from tinyllm.tok.models.stochastic import piece_rng
+from tinyllm.tok.text.byte_alphabet import token_string
+from tinyllm.tok.stages.decoders import Joined
+from tinyllm.tok.stages.processors import PostProcessor
+from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, find_all, raise_if_disallowed
+from tinyllm.tok.text.clean import clean_text, require_str
 
 
 @dataclass
@@ -153,10 +157,6 @@ class PipelineTokenizer(TokenizerBase):
                       parameter: float) -> list[int]:
         """Stochastic encoding: pre-token k of `text` is cut by `segment(word, rng_k)` with
         rng_k = `stochastic.piece_rng(key, k)`; the engine's `fast_method` does the same in Rust."""
-        import itertools
-
-        from tinyllm.tok.stochastic import piece_rng
-
         text = clean_text(require_str(text, "encode: text"))
         policy = self._policy(allowed_special, disallowed_special)
         raise_if_disallowed(text, policy)
@@ -342,22 +342,37 @@ class PipelineTokenizer(TokenizerBase):
         return b"".join(chunks).decode("utf-8", "replace")
 
     # -- files --------------------------------------------------------------------------------
-    def save(self, dir: str | os.PathLike) -> None:
-        """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers."""
-        from tinyllm.tok.hf_json import write_tokenizer_json
+    @classmethod
+    def from_learned(cls, model_class, learned):
+        """The tokenizer around what a trainer learned (`tinyllm.train.common.Learned`), with its
+        report as `training_report`."""
+        tok = cls(model_class(**learned.model), **learned.stages)
+        tok.training_report = learned.report
+        return tok
 
+    def to_document(self) -> dict:
+        """The tokenizer.json document: each component writes its own object."""
+        def doc(part):
+            return part.to_json() if part is not None else None
+
+        return {
+            "version": "1.0",
+            "truncation": None,
+            "padding": None,
+            "added_tokens": [t.to_json() for t in self.added_tokens],
+            "normalizer": doc(self.normalizer),
+            "pre_tokenizer": doc(self.pre_tokenizer),
+            "post_processor": doc(self.post_processor),
+            "decoder": doc(self.decoder),
+            "model": self.model.to_json(),
+        }
+
+    def save(self, dir: str | os.PathLike) -> None:
+        """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers. Load it back
+        with `tinyllm.tok.load(dir)`."""
         path = Path(dir)
         path.mkdir(parents=True, exist_ok=True)
-        write_tokenizer_json(self, path / self.FILE_NAME)
-
-    @classmethod
-    def load(cls, dir: str | os.PathLike):
-        from tinyllm.tok.hf_json import read_tokenizer_json
-
-        path = Path(dir)
-        if path.is_dir():
-            path = path / cls.FILE_NAME
-        return read_tokenizer_json(path)
+        atomic_write_text(path / self.FILE_NAME, json.dumps(self.to_document(), ensure_ascii=False, indent=1) + "\n")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, specials={len(self._special_ids)})"

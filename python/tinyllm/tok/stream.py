@@ -15,7 +15,7 @@ concatenate to `tokenizer.decode(all_ids)`.
 from __future__ import annotations
 
 from tinyllm.tok.base import check_id
-from tinyllm.tok.utf8 import new_utf8_decoder
+from tinyllm.tok.text.utf8 import new_utf8_decoder
 
 
 class IncrementalDecoder:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from tinyllm.tok.models.engines import build_bpe_engine
+from tinyllm.tok.models.stochastic import check_probability, segmentation_key
 from tinyllm.tok.pipeline import PipelineTokenizer
-from tinyllm.tok.specials import SpecialSet
+from tinyllm.tok.stages.special_policy import SpecialSet
 
 
 class BPEModel:
@@ -51,6 +53,21 @@ class BPEModel:
                         f"{where}.merges[{rank}]: {left + ' ' + right!r} uses {part!r}, which is not in {where}.vocab"
                     )
             self.ranks[(self.vocab[left], self.vocab[right])] = (rank, self.vocab[left + right])
+
+    def to_json(self) -> dict:
+        """The `model` object of tokenizer.json (vocab ordered by id, merges as pairs)."""
+        return {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": self.unk_token,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": self.ignore_merges,
+            "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
+            "merges": [list(m) for m in self.merges],
+        }
 
     def tokenize(self, word: str) -> list[tuple[int, int, int]]:
         """(id, start, end) for each token of `word`; start and end count characters of `word`.
@@ -126,14 +143,14 @@ class BPETokenizer(PipelineTokenizer):
 
     def __init__(self, model: BPEModel, **stages) -> None:
         super().__init__(model, **stages)
-        self._fast = _build_engine(self)
+        self._fast = build_bpe_engine(self)
 
     def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
                disallowed_special: SpecialSet = (), dropout: Optional[float] = None, seed: int = 0,
                epoch: int = 0, sample_id: int = 0, view: int = 0) -> list[int]:
         """Ids of `text`. With `dropout=p`, BPE-dropout: every eligible merge occurrence is dropped
         with probability p (see `BPEModel.tokenize_dropout`), with randomness keyed by
-        (seed, epoch, sample_id, view) (see `tinyllm.tok.stochastic`). p = 0 gives the normal ids,
+        (seed, epoch, sample_id, view) (see `tinyllm.tok.models.stochastic`). p = 0 gives the normal ids,
         p = 1 the byte tokens.
 
         >>> from tinyllm.tok import load
@@ -147,8 +164,6 @@ class BPETokenizer(PipelineTokenizer):
         if dropout is None:
             return super().encode(text, add_special, allowed_special=allowed_special,
                                   disallowed_special=disallowed_special)
-        from tinyllm.tok.stochastic import check_probability, segmentation_key
-
         p = check_probability(dropout, "encode: dropout")
         key = segmentation_key(seed, epoch, sample_id, view)
         return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
@@ -167,37 +182,8 @@ class BPETokenizer(PipelineTokenizer):
         >>> tok.training_report["merges"], tok.decode(tok.encode(" lowest"))
         (4, ' lowest')
         """
-        from tinyllm.tok.train_bpe import train
+        from tinyllm.train.bpe import train
 
-        tok, report = train(corpus, vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
-                            pattern=pattern, progress=progress)
-        tok.training_report = report
-        return tok
+        return cls.from_learned(BPEModel, train(corpus, vocab_size, min_frequency=min_frequency,
+                                                special_tokens=special_tokens, pattern=pattern, progress=progress))
 
-
-def _build_engine(tok: BPETokenizer):
-    """The Rust engine for `tok`, or None when the pipeline is outside what the engine runs."""
-    import json
-
-    from tinyllm._native import core
-    from tinyllm.tok.bytemap import byte_alphabet, token_bytes
-
-    if core is None or tok.normalizer is not None or not tok.byte_level:
-        return None
-    model = tok.model
-    alphabet = byte_alphabet()
-    byte_ids = [model.vocab.get(alphabet[b]) for b in range(256)]
-    merges = [(left, right, rank, merged) for (left, right), (rank, merged) in model.ranks.items()]
-    whole = None
-    if model.ignore_merges:
-        whole = []
-        for token, i in model.vocab.items():
-            try:
-                whole.append((token_bytes(token), i))
-            except ValueError:
-                continue  # a token outside the byte alphabet can never equal a byte-level piece
-    added = [(t.content, t.id) for t in tok.added_tokens]
-    try:
-        return core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, json.dumps(tok.pre_tokenizer.to_json()))
-    except ValueError:
-        return None  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it

@@ -1,5 +1,8 @@
 """Unigram encoding: the most probable segmentation of a pre-token into vocabulary pieces.
 
+`UnigramModel` is the piece table with the reference lattice algorithms; `UnigramTokenizer`, at
+the end, is the pipeline tokenizer around it.
+
 Every piece has a score, its log-probability. The pieces that spell a pre-token out form a lattice
 over its character positions; a segmentation is a path through it and its score is the sum of its
 pieces' scores (computed left to right in floating point). `tokenize` returns the best path
@@ -39,61 +42,14 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Optional, Sequence, Union
 
+from tinyllm.tok.models.engines import build_text_engine
+from tinyllm.tok.models.stochastic import SplitMix64, segmentation_key
+from tinyllm.tok.pipeline import PipelineTokenizer
+from tinyllm.tok.stages.special_policy import SpecialSet
+
 #: Score gap below the lowest piece score given to an unknown character (sentencepiece's
 #: kUnkPenalty, copied by HF), so that one unknown node scores below every piece.
 UNK_PENALTY = 10.0
-
-_MASK64 = (1 << 64) - 1
-_GOLDEN_GAMMA = 0x9E3779B97F4A7C15
-
-
-class SplitMix64:
-    """The sampling RNG ("splitmix64/v1"; Steele, Lea & Flood 2014), bit-identical in Rust.
-
-    State is a 64-bit counter. Each step adds 0x9E3779B97F4A7C15 (mod 2^64) and returns the
-    finalizer of the new state:
-
-        z = state
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9   (mod 2^64)
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EB   (mod 2^64)
-        return z ^ (z >> 31)
-
-    A uniform float in [0, 1) is the top 53 bits of one output times 2^-53.
-    Because the state is a counter, output k (0-based) of seed s is `mix(s + (k+1) * gamma)`;
-    `stream_seed(s, k)` returns exactly that, to key independent streams (one per text of a batch,
-    say) without running through the earlier ones.
-
-    >>> rng = SplitMix64(1234567)
-    >>> [rng.next_u64() for _ in range(3)]
-    [6457827717110365317, 3203168211198807973, 9817491932198370423]
-    >>> SplitMix64.stream_seed(1234567, 2)
-    9817491932198370423
-    """
-
-    def __init__(self, seed: int) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ValueError(f"SplitMix64: seed must be an int, found {type(seed).__name__}")
-        if not 0 <= seed <= _MASK64:
-            raise ValueError(f"SplitMix64: seed = {seed} is outside 0..2^64-1")
-        self.state = seed
-
-    @staticmethod
-    def mix(z: int) -> int:
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-        return z ^ (z >> 31)
-
-    @classmethod
-    def stream_seed(cls, seed: int, k: int) -> int:
-        return cls.mix((seed + (k + 1) * _GOLDEN_GAMMA) & _MASK64)
-
-    def next_u64(self) -> int:
-        self.state = (self.state + _GOLDEN_GAMMA) & _MASK64
-        return self.mix(self.state)
-
-    def next_float(self) -> float:
-        return (self.next_u64() >> 11) * (1.0 / 9007199254740992.0)
-
 
 class Edge(NamedTuple):
     """One lattice node: piece `id` covers characters start..end of the word."""
@@ -314,3 +270,71 @@ def _check_piece(entry, where: str) -> tuple[str, float]:
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
         raise ValueError(f"{where}: the score of {piece!r} must be a finite number, found {score!r}")
     return piece, float(score)
+
+
+class UnigramTokenizer(PipelineTokenizer):
+    """A Unigram pipeline (T5, Pegasus): Precompiled, Metaspace, Unigram, `… </s>`.
+
+    Besides the deterministic (Viterbi) encoding it samples segmentations for subword
+    regularization: `encode(text, sample=True, alpha=0.5, seed=3, epoch=0, sample_id=12)` draws each
+    pre-token's segmentation from the tempered distribution q(z) ∝ P(z)^alpha. The draw is a pure
+    function of `(text, alpha, seed, epoch, sample_id, view)` (see `tinyllm.tok.models.stochastic`), so
+    results do not depend on threads, batching, worker count or earlier calls.
+
+    >>> from tinyllm.tok.stages.pre_tokenizers import Metaspace
+    >>> model = UnigramModel([("▁ab", -2.0), ("▁a", -1.5), ("b", -1.5)], unk_id=None)
+    >>> tok = UnigramTokenizer(model, pre_tokenizer=Metaspace())
+    >>> tok.encode("ab ab")  # ▁ab scores -2.0, ▁a + b -3.0
+    [0, 0]
+    >>> sorted({tuple(tok.encode("ab", sample=True, alpha=1.0, sample_id=i)) for i in range(20)})
+    [(0,), (1, 2)]
+    >>> tok.encode("ab ab", sample=True, alpha=1.0, seed=3, sample_id=1)  # the same on every call
+    [1, 2, 0]
+
+    Encoding runs in the Rust engine when the pipeline is one it implements, else in the
+    readable reference; `uses_fast_path` tells which. Both give the same ids; the tests prove it.
+    """
+
+    def __init__(self, model, **stages) -> None:
+        super().__init__(model, **stages)
+        self._fast = _build_engine(self)
+
+    def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
+               disallowed_special: SpecialSet = (), sample: bool = False, alpha: float = 1.0,
+               seed: int = 0, epoch: int = 0, sample_id: int = 0, view: int = 0) -> list[int]:
+        """Ids of `text`; with `sample=True`, a segmentation drawn with temperature `alpha` (> 0)
+        instead of the most probable one, keyed by (seed, epoch, sample_id, view): each a
+        non-negative integer below 2**64."""
+        if not sample:
+            return super().encode(text, add_special, allowed_special=allowed_special,
+                                  disallowed_special=disallowed_special)
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not 0 < alpha < float("inf"):
+            raise ValueError(f"encode: alpha = {alpha!r}; expected a finite number > 0")
+        key = segmentation_key(seed, epoch, sample_id, view)
+        alpha = float(alpha)
+        return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
+                                  lambda word, rng: self.model.sample(word, alpha, rng), "encode_sample", alpha)
+
+    @classmethod
+    def train(cls, corpus, vocab_size: int, *, special_tokens=("<unk>",), unk_token: str = "<unk>",
+              character_coverage: float = 0.9995, max_piece_length: int = 16, seed_size: int = 1_000_000,
+              shrinking_factor: float = 0.75, sub_iterations: int = 2, m_step: str = "ml", progress: bool = False):
+        """Train a Unigram tokenizer on `corpus` (texts and/or file paths); see
+        `tinyllm.train.unigram`. `tok.training_report` says how training went. The M-step is
+        maximum likelihood, p = c / sum c (`m_step="ml"`), or sentencepiece's digamma update.
+
+        >>> tok = UnigramTokenizer.train(["low lower lowest"] * 3, 12)
+        >>> tok.training_report["vocab_size"], tok.decode(tok.encode("lowest low"))
+        (12, 'lowest low')
+        """
+        from tinyllm.train.unigram import train
+
+        return cls.from_learned(UnigramModel, train(
+            corpus, vocab_size, special_tokens=special_tokens, unk_token=unk_token,
+            character_coverage=character_coverage, max_piece_length=max_piece_length, seed_size=seed_size,
+            shrinking_factor=shrinking_factor, sub_iterations=sub_iterations, m_step=m_step, progress=progress))
+
+
+def _build_engine(tok: UnigramTokenizer):
+    model = tok.model
+    return build_text_engine(tok, "Unigram", {"pieces": [[p, s] for p, s in model.pieces], "unk_id": model.unk_id})

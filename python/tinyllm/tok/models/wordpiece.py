@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from tinyllm.tok.models.engines import build_text_engine
 from tinyllm.tok.pipeline import PipelineTokenizer
 
 
@@ -98,7 +99,7 @@ class WordPieceTokenizer(PipelineTokenizer):
         """Train a BERT-style WordPiece tokenizer on `corpus` (an iterable of texts and/or file paths).
 
         Words come from BertNormalizer + BertPreTokenizer; merges are chosen by likelihood ratio
-        f(xy) / (f(x) f(y)), exactly and deterministically (see `tinyllm.tok.train_wordpiece`). The
+        f(xy) / (f(x) f(y)), exactly and deterministically (see `tinyllm.train.wordpiece`). The
         special tokens take the first ids, then the alphabet (`c`, then `##c`), then the merges.
         `tok.training_report` accounts for the vocabulary size and says why training stopped.
 
@@ -110,20 +111,16 @@ class WordPieceTokenizer(PipelineTokenizer):
         >>> tok.encode_pair("hug", "pug").type_ids
         [0, 0, 0, 1, 1]
         """
-        from tinyllm.tok.train_wordpiece import train
+        from tinyllm.train.wordpiece import train
 
-        tok, report = train(corpus, vocab_size, min_frequency=min_frequency, special_tokens=special_tokens,
-                            unk_token=unk_token, lowercase=lowercase, strip_accents=strip_accents,
-                            limit_alphabet=limit_alphabet, continuing_subword_prefix=continuing_subword_prefix,
-                            progress=progress)
-        tok.training_report = report
-        return tok
+        return cls.from_learned(WordPieceModel, train(
+            corpus, vocab_size, min_frequency=min_frequency, special_tokens=special_tokens, unk_token=unk_token,
+            lowercase=lowercase, strip_accents=strip_accents, limit_alphabet=limit_alphabet,
+            continuing_subword_prefix=continuing_subword_prefix, progress=progress))
 
 
 def _build_engine(tok: WordPieceTokenizer):
     """The Rust engine for `tok`, or None when the pipeline is outside what the engine runs."""
-    from tinyllm.tok.text_engine import build_text_engine
-
     model = tok.model
     return build_text_engine(tok, "WordPiece", {
         "vocab": model.vocab,

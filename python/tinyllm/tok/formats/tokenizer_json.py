@@ -1,0 +1,404 @@
+"""Read Hugging Face `tokenizer.json` files, strictly, into their components.
+
+The reader accepts the subset tinyllm implements exactly and rejects everything else with a
+ValueError that names the JSON path and the value, so a file never loads into a tokenizer that
+would give different ids than Hugging Face:
+
+    tokenizer.json: model.byte_fallback: true is not supported
+    tokenizer.json: model.merges[1207]: 'Ġth e' uses 'Ġth', which is not in model.vocab
+
+Accepted: normalizers null, NFC, NFKC, Lowercase, BertNormalizer, Precompiled, Replace, Strip,
+Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex pattern, any behaviour, invert),
+BertPreTokenizer, WhitespaceSplit, Metaspace and Sequence; the models BPE (with or without "type",
+merges as "a b" strings or [a, b] pairs), WordPiece and Unigram; post-processors null, ByteLevel,
+TemplateProcessing (single and pair); decoders null, ByteLevel, WordPiece and Metaspace.
+`truncation` and `padding` are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, NamedTuple, Optional
+
+from tinyllm._io import read_json_file
+from tinyllm.tok.models.bpe import BPEModel
+from tinyllm.tok.models.unigram import UnigramModel
+from tinyllm.tok.models.wordpiece import WordPieceModel
+from tinyllm.tok.stages import bert, decoders, normalizers, pre_tokenizers, processors
+from tinyllm.tok.stages.added_tokens import AddedToken
+from tinyllm.tok.stages.precompiled import Precompiled
+
+TOP_LEVEL = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
+             "post_processor", "decoder", "model")
+ADDED_TOKEN_KEYS = ("id", "content", "single_word", "lstrip", "rstrip", "normalized", "special")
+BPE_KEYS = ("type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+            "byte_fallback", "ignore_merges", "vocab", "merges")
+WORDPIECE_KEYS = ("type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab")
+UNIGRAM_KEYS = ("type", "unk_id", "vocab", "byte_fallback")
+METASPACE_KEYS = ("type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Reader:
+    """Carries the file name so that every error names file, JSON path and value."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, path: str, message: str) -> ValueError:
+        return ValueError(f"{self.source}: {path}: {message}")
+
+    def unsupported(self, path: str, value: Any) -> ValueError:
+        return self.error(path, f"{_show(value)} is not supported")
+
+    def object(self, value: Any, path: str, allowed: tuple) -> dict:
+        if not isinstance(value, dict):
+            raise self.error(path, f"expected an object, found {_show(value)}")
+        for key in value:
+            if key not in allowed:
+                raise self.error(f"{path}.{key}" if path else key, f"unknown field (value {_show(value[key])}) is not supported")
+        return value
+
+    def boolean(self, obj: dict, key: str, path: str, default: bool | None = None, must_be: bool | None = None) -> bool:
+        if key not in obj:
+            if default is None:
+                raise self.error(f"{path}.{key}", "missing")
+            return default
+        value = obj[key]
+        if not isinstance(value, bool):
+            raise self.error(f"{path}.{key}", f"expected true or false, found {_show(value)}")
+        if must_be is not None and value != must_be:
+            raise self.unsupported(f"{path}.{key}", value)
+        return value
+
+    def byte_level(self, doc: dict, path: str) -> dict:
+        """The three ByteLevel flags (Hugging Face's defaults where absent), for any of its roles."""
+        self.object(doc, path, ("type", "add_prefix_space", "trim_offsets", "use_regex"))
+        return {flag: self.boolean(doc, flag, path, default=True)
+                for flag in ("add_prefix_space", "trim_offsets", "use_regex")}
+
+    def sequence(self, doc: dict, path: str, key: str, parse) -> list:
+        """The stages of a `{"type": "Sequence", key: [...]}` object, each read by `parse`."""
+        self.object(doc, path, ("type", key))
+        items = doc.get(key)
+        if not isinstance(items, list):
+            raise self.error(f"{path}.{key}", f"expected a list, found {_show(items)}")
+        return [parse(item, f"{path}.{key}[{k}]") for k, item in enumerate(items)]
+
+    def type_of(self, obj: Any, path: str) -> str:
+        if not isinstance(obj, dict):
+            raise self.error(path, f"expected an object, found {_show(obj)}")
+        if "type" not in obj:
+            raise self.error(f"{path}.type", "missing")
+        return obj["type"]
+
+    # -- stages -------------------------------------------------------------------------------
+    def normalizer(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind in normalizers.SIMPLE:
+            self.object(doc, path, ("type",))
+            return normalizers.SIMPLE[kind]()
+        if kind == "Sequence":
+            return normalizers.Sequence(self.sequence(doc, path, "normalizers", self.normalizer))
+        if kind == "BertNormalizer":
+            self.object(doc, path, ("type", "clean_text", "handle_chinese_chars", "strip_accents", "lowercase"))
+            strip = doc.get("strip_accents")
+            if strip is not None and not isinstance(strip, bool):
+                raise self.error(f"{path}.strip_accents", f"expected true, false or null, found {_show(strip)}")
+            return bert.BertNormalizer(clean_text=self.boolean(doc, "clean_text", path, default=True),
+                                       handle_chinese_chars=self.boolean(doc, "handle_chinese_chars", path, default=True),
+                                       strip_accents=strip,
+                                       lowercase=self.boolean(doc, "lowercase", path, default=True))
+        if kind == "Precompiled":
+            self.object(doc, path, ("type", "precompiled_charsmap"))
+            charsmap = doc.get("precompiled_charsmap")
+            if not isinstance(charsmap, str):
+                raise self.error(f"{path}.precompiled_charsmap", f"expected a base64 string, found {_show(charsmap)}")
+            try:
+                return Precompiled.from_base64(charsmap)
+            except ValueError as e:
+                raise self.error(f"{path}.precompiled_charsmap", str(e)) from None
+        if kind == "Replace":
+            self.object(doc, path, ("type", "pattern", "content"))
+            kind_, text = self.pattern(doc, path)
+            content = doc.get("content")
+            if not isinstance(content, str):
+                raise self.error(f"{path}.content", f"expected a string, found {_show(content)}")
+            try:
+                return normalizers.Replace(text, kind_ == "Regex", content)
+            except Exception as e:  # regex compile errors
+                raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+        if kind == "Strip":
+            self.object(doc, path, ("type", "strip_left", "strip_right"))
+            return normalizers.Strip(self.boolean(doc, "strip_left", path, default=True),
+                                     self.boolean(doc, "strip_right", path, default=True))
+        raise self.unsupported(f"{path}.type", kind)
+
+    def pre_tokenizer(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind == "ByteLevel":
+            return pre_tokenizers.ByteLevel(**self.byte_level(doc, path))
+        if kind == "Digits":
+            self.object(doc, path, ("type", "individual_digits"))
+            return pre_tokenizers.Digits(self.boolean(doc, "individual_digits", path, default=False))
+        if kind == "Split":
+            return self.split(doc, path)
+        if kind in ("BertPreTokenizer", "WhitespaceSplit"):
+            self.object(doc, path, ("type",))
+            return getattr(bert, kind)()
+        if kind == "Metaspace":
+            return pre_tokenizers.Metaspace(**self.metaspace(doc, path))
+        if kind == "Sequence":
+            stages = self.sequence(doc, path, "pretokenizers", self.pre_tokenizer)
+            for k, stage in enumerate(stages[:-1]):
+                if stage.type == "ByteLevel" or stage.type == "Sequence":
+                    raise self.error(f"{path}.pretokenizers[{k}]",
+                                     f"{stage.type} is supported only as the last stage of a Sequence")
+            return pre_tokenizers.Sequence(stages)
+        raise self.unsupported(f"{path}.type", kind)
+
+    def pattern(self, doc: dict, path: str) -> tuple[str, str]:
+        """("Regex" or "String", text) of a `{"pattern": {"Regex": ...}}` field."""
+        pattern = doc.get("pattern")
+        if not isinstance(pattern, dict) or len(pattern) != 1 or next(iter(pattern)) not in ("Regex", "String"):
+            raise self.error(f"{path}.pattern", f"expected {{\"Regex\": ...}} or {{\"String\": ...}}, found {_show(pattern)}")
+        (kind, text), = pattern.items()
+        if not isinstance(text, str):
+            raise self.error(f"{path}.pattern.{kind}", f"expected a string, found {_show(text)}")
+        return kind, text
+
+    def metaspace(self, doc: dict, path: str) -> dict:
+        """Metaspace's fields, for the pre-tokenizer and the decoder; old files say
+        `add_prefix_space` instead of `prepend_scheme` (Hugging Face's reading of both)."""
+        self.object(doc, path, METASPACE_KEYS)
+        replacement = doc.get("replacement")
+        if not isinstance(replacement, str) or len(replacement) != 1:
+            raise self.error(f"{path}.replacement", f"expected one character, found {_show(replacement)}")
+        scheme = doc.get("prepend_scheme", "always")
+        if scheme not in decoders.PREPEND_SCHEMES:
+            raise self.error(f"{path}.prepend_scheme", f"found {_show(scheme)}, expected one of {', '.join(decoders.PREPEND_SCHEMES)}")
+        if "add_prefix_space" in doc and not self.boolean(doc, "add_prefix_space", path):
+            if scheme != "never":
+                raise self.error(f"{path}.add_prefix_space",
+                                 f"false contradicts prepend_scheme {_show(scheme)} (false means \"never\")")
+        return {"replacement": replacement, "prepend_scheme": scheme,
+                "split": self.boolean(doc, "split", path, default=True)}
+
+    def split(self, doc: dict, path: str):
+        self.object(doc, path, ("type", "pattern", "behavior", "invert"))
+        kind, text = self.pattern(doc, path)
+        behavior = doc.get("behavior")
+        if behavior not in pre_tokenizers.BEHAVIORS:
+            raise self.error(f"{path}.behavior", f"found {_show(behavior)}, expected one of {', '.join(pre_tokenizers.BEHAVIORS)}")
+        try:
+            return pre_tokenizers.Split(text, kind == "Regex", behavior, self.boolean(doc, "invert", path, default=False))
+        except Exception as e:  # regex compile errors
+            raise self.error(f"{path}.pattern.{kind}", f"does not compile: {e}") from None
+
+    def post_processor(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind == "ByteLevel":
+            return processors.ByteLevel(**self.byte_level(doc, path))
+        if kind == "TemplateProcessing":
+            self.object(doc, path, ("type", "single", "pair", "special_tokens"))
+            try:
+                return processors.TemplateProcessing.from_json(doc, path)
+            except ValueError as e:
+                raise ValueError(f"{self.source}: {e}") from None
+        raise self.unsupported(f"{path}.type", kind)
+
+    def decoder(self, doc: Any, path: str):
+        if doc is None:
+            return None
+        kind = self.type_of(doc, path)
+        if kind == "ByteLevel":
+            return decoders.ByteLevel(**self.byte_level(doc, path))
+        if kind == "WordPiece":
+            self.object(doc, path, ("type", "prefix", "cleanup"))
+            prefix = doc.get("prefix", "##")
+            if not isinstance(prefix, str):
+                raise self.error(f"{path}.prefix", f"expected a string, found {_show(prefix)}")
+            return decoders.WordPiece(prefix, self.boolean(doc, "cleanup", path, default=True))
+        if kind == "Metaspace":
+            return decoders.Metaspace(**self.metaspace(doc, path))
+        raise self.unsupported(f"{path}.type", kind)
+
+    def added_tokens(self, doc: Any) -> list[AddedToken]:
+        if doc is None:
+            return []
+        if not isinstance(doc, list):
+            raise self.error("added_tokens", f"expected a list, found {_show(doc)}")
+        out = []
+        for k, item in enumerate(doc):
+            path = f"added_tokens[{k}]"
+            self.object(item, path, ADDED_TOKEN_KEYS)
+            token_id, content = item.get("id"), item.get("content")
+            if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**32:
+                raise self.error(f"{path}.id", f"expected an integer id in [0, 2**32), found {_show(token_id)}")
+            if not isinstance(content, str) or not content:
+                raise self.error(f"{path}.content", f"expected a non-empty string, found {_show(content)}")
+            for flag in ("single_word", "lstrip", "rstrip"):
+                self.boolean(item, flag, path, default=False, must_be=False)
+            out.append(AddedToken(token_id, content,
+                                  special=self.boolean(item, "special", path, default=False),
+                                  normalized=self.boolean(item, "normalized", path, default=False)))
+        return out
+
+    def bpe(self, doc: dict, path: str):
+        self.object(doc, path, BPE_KEYS)
+        if doc.get("dropout") is not None:
+            raise self.unsupported(f"{path}.dropout", doc["dropout"])
+        for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+            if doc.get(key) not in (None, ""):
+                raise self.unsupported(f"{path}.{key}", doc[key])
+        self.boolean(doc, "fuse_unk", path, default=False, must_be=False)
+        self.boolean(doc, "byte_fallback", path, default=False, must_be=False)
+        ignore_merges = self.boolean(doc, "ignore_merges", path, default=False)
+        unk = doc.get("unk_token")
+        if unk is not None and not isinstance(unk, str):
+            raise self.error(f"{path}.unk_token", f"expected a string or null, found {_show(unk)}")
+        vocab = self.vocab_ids(doc, path)
+        merges = doc.get("merges")
+        if not isinstance(merges, list):
+            raise self.error(f"{path}.merges", f"expected a list, found {_show(merges)}")
+        pairs = []
+        for k, m in enumerate(merges):
+            if isinstance(m, str):
+                parts = m.split(" ")
+            elif isinstance(m, list):
+                parts = m
+            else:
+                parts = None
+            if parts is None or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
+                raise self.error(f"{path}.merges[{k}]", f"expected \"left right\" or [left, right], found {_show(m)}")
+            pairs.append((parts[0], parts[1]))
+        try:
+            return BPEModel(vocab, pairs, unk_token=unk, ignore_merges=ignore_merges, where=path)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
+
+    def model(self, doc: Any):
+        if not isinstance(doc, dict):
+            raise self.error("model", f"expected an object, found {_show(doc)}")
+        kind = doc.get("type")
+        if kind == "BPE" or (kind is None and "merges" in doc):
+            return self.bpe(doc, "model")
+        if kind == "WordPiece" or (kind is None and "max_input_chars_per_word" in doc):
+            return self.wordpiece(doc, "model")
+        if kind == "Unigram":
+            return self.unigram(doc, "model")
+        if kind is None:
+            raise self.error("model.type", "missing, and the model has neither merges (BPE) nor "
+                                           "max_input_chars_per_word (WordPiece) to infer it from")
+        raise self.unsupported("model.type", kind)
+
+    def vocab_ids(self, doc: dict, path: str) -> dict:
+        """A `{token: id}` vocabulary with distinct non-negative ids."""
+        vocab = doc.get("vocab")
+        if not isinstance(vocab, dict):
+            raise self.error(f"{path}.vocab", f"expected an object mapping tokens to ids, found {_show(vocab)}")
+        owner: dict[int, str] = {}
+        for token, i in vocab.items():
+            if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**32:
+                raise self.error(f"{path}.vocab[{_show(token)}]", f"expected an integer id in [0, 2**32), found {_show(i)}")
+            if i in owner:
+                raise self.error(f"{path}.vocab[{_show(token)}]", f"id {i} is already the id of {_show(owner[i])}")
+            owner[i] = token
+        return vocab
+
+    def wordpiece(self, doc: dict, path: str):
+        self.object(doc, path, WORDPIECE_KEYS)
+        vocab = self.vocab_ids(doc, path)
+        fields = {}
+        for key, default in (("unk_token", "[UNK]"), ("continuing_subword_prefix", "##")):
+            value = doc.get(key, default)
+            if not isinstance(value, str):
+                raise self.error(f"{path}.{key}", f"expected a string, found {_show(value)}")
+            fields[key] = value
+        try:
+            return WordPieceModel(vocab, max_input_chars_per_word=doc.get("max_input_chars_per_word", 100),
+                                  where=path, **fields)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
+
+    def unigram(self, doc: dict, path: str):
+        self.object(doc, path, UNIGRAM_KEYS)
+        self.boolean(doc, "byte_fallback", path, default=False, must_be=False)
+        vocab = doc.get("vocab")
+        if not isinstance(vocab, list):
+            raise self.error(f"{path}.vocab", f"expected a list of [piece, score] pairs, found {_show(vocab)}")
+        pieces = []
+        for k, item in enumerate(vocab):
+            if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                    or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)):
+                raise self.error(f"{path}.vocab[{k}]", f"expected [piece, score], found {_show(item)}")
+            pieces.append((item[0], float(item[1])))
+        unk_id = doc.get("unk_id")
+        if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
+            raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
+        try:
+            return UnigramModel(pieces, unk_id)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
+
+
+class TokenizerParts(NamedTuple):
+    """The parsed components of a tokenizer.json: the model and the pipeline stages around it.
+    `tinyllm.tok.load` picks the tokenizer class for `model.type` and builds it from these."""
+
+    model: Any
+    normalizer: Optional[Any]
+    pre_tokenizer: Optional[Any]
+    post_processor: Optional[Any]
+    decoder: Optional[Any]
+    added_tokens: list
+
+    def stages(self) -> dict:
+        """Everything but the model, as the keyword arguments of a pipeline tokenizer."""
+        return {name: getattr(self, name) for name in self._fields[1:]}
+
+
+def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
+    """The components of a parsed tokenizer.json document; ValueError names the JSON path of
+    anything outside the accepted subset."""
+    r = _Reader(source)
+    r.object(doc, "", TOP_LEVEL)
+    if doc.get("version", "1.0") != "1.0":
+        raise r.error("version", f"found {_show(doc['version'])}, expected \"1.0\"")
+    if "model" not in doc:
+        raise r.error("model", "missing")
+    model = r.model(doc["model"])
+    added = r.added_tokens(doc.get("added_tokens"))
+    for k, token in enumerate(added):
+        known = model.vocab.get(token.content)
+        if known is not None and known != token.id:
+            raise r.error(f"added_tokens[{k}].id",
+                          f"{token.id} differs from model.vocab[{_show(token.content)}] = {known}")
+        holder = model.id_to_token[token.id] if token.id < len(model.id_to_token) else None
+        if holder is not None and holder != token.content:
+            raise r.error(f"added_tokens[{k}].id",
+                          f"{token.id} is already model.vocab[{_show(holder)}]; expected a free id or the same content")
+    return TokenizerParts(
+        model,
+        normalizer=r.normalizer(doc.get("normalizer"), "normalizer"),
+        pre_tokenizer=r.pre_tokenizer(doc.get("pre_tokenizer"), "pre_tokenizer"),
+        post_processor=r.post_processor(doc.get("post_processor"), "post_processor"),
+        decoder=r.decoder(doc.get("decoder"), "decoder"),
+        added_tokens=added,
+    )
+
+
+def read_tokenizer_json(path: str | os.PathLike) -> TokenizerParts:
+    """The components of the tokenizer.json file at `path`."""
+    return parse_document(read_json_file(path), str(path))

@@ -1,0 +1,72 @@
+"""Attach the Rust engines of `tinyllm._core` to pipeline tokenizers.
+
+`build_bpe_engine` runs byte-level BPE pipelines (no normalizer, a pre-tokenizer ending in
+ByteLevel); `build_text_engine` runs WordPiece and Unigram pipelines: added-token splitting, the
+normalizer, the pre-tokenizer and the model, with the GIL released. Each returns None for a
+pipeline outside what its engine implements, or without the compiled core; the tokenizer then
+encodes with the readable reference and says so through `uses_fast_path`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tinyllm import _native
+from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
+from tinyllm.tok.text.byte_alphabet import byte_alphabet, token_bytes
+
+ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "Sequence")
+ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Sequence")
+
+
+def _stages_supported(doc, allowed: tuple) -> bool:
+    if doc is None:
+        return True
+    if doc["type"] not in allowed:
+        return False
+    inner = doc.get("normalizers", doc.get("pretokenizers"))
+    return inner is None or all(_stages_supported(d, allowed) for d in inner)
+
+
+def build_bpe_engine(tok):
+    """The Rust engine of a byte-level BPE tokenizer, or None."""
+    if _native.core is None or tok.normalizer is not None or not tok.byte_level:
+        return None
+    model = tok.model
+    alphabet = byte_alphabet()
+    byte_ids = [model.vocab.get(alphabet[b]) for b in range(256)]
+    merges = [(left, right, rank, merged) for (left, right), (rank, merged) in model.ranks.items()]
+    whole = None
+    if model.ignore_merges:
+        whole = []
+        for token, i in model.vocab.items():
+            try:
+                whole.append((token_bytes(token), i))
+            except ValueError:
+                continue  # a token outside the byte alphabet can never equal a byte-level piece
+    added = [(t.content, t.id) for t in tok.added_tokens]
+    try:
+        return _native.core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, json.dumps(tok.pre_tokenizer.to_json()))
+    except ValueError:
+        return None  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it
+
+
+def build_text_engine(tok, model_type: str, model_spec: dict):
+    """The Rust engine of a WordPiece or Unigram tokenizer (`model_type`), or None."""
+    if _native.core is None:
+        return None
+    normalizer = tok.normalizer.to_json() if tok.normalizer is not None else None
+    pre = tok.pre_tokenizer.to_json() if tok.pre_tokenizer is not None else None
+    if not (_stages_supported(normalizer, ENGINE_NORMALIZERS) and _stages_supported(pre, ENGINE_PRE_TOKENIZERS)):
+        return None
+    if normalizer is not None and any(t.normalized for t in tok.added_tokens):
+        return None  # normalized added tokens are matched after normalization: reference only
+    if uses_first_scheme(pre):
+        # "first" depends on where each piece sits in the raw input (after normalizer deletions
+        # and earlier pre-tokenizer stages); the reference tracks that, the engine does not.
+        return None
+    added = [(t.content, t.id) for t in tok.added_tokens]
+    try:
+        return _native.core.TextEngine(model_type, json.dumps(model_spec), json.dumps(normalizer), json.dumps(pre), added)
+    except ValueError:
+        return None

@@ -1,0 +1,260 @@
+"""Pre-tokenizers: cut normalized text into pieces that the model encodes independently.
+
+A piece is `(text, start, end)`: its text and the code-point span it came from. The text differs
+from `source[start:end]` only where ByteLevel's `add_prefix_space` put a space in front (then the
+span still covers just the original characters). Stages compose like Hugging Face's `Sequence`:
+each stage re-splits every piece of the stage before it, independently.
+
+>>> gpt2 = ByteLevel(add_prefix_space=False)
+>>> [p[0] for p in gpt2.pre_tokenize("Hello world's  end")]
+['Hello', ' world', "'s", ' ', ' end']
+>>> [p[0] for p in Digits(individual_digits=True).pre_tokenize("ab 123")]
+['ab ', '1', '2', '3']
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+
+import regex
+
+from tinyllm.tok.stages.byte_level import ByteLevelOptions
+
+# The GPT-2 split pattern, as used by Hugging Face's ByteLevel pre-tokenizer and by tiktoken's r50k.
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+Piece = tuple  # (text: str, start: int, end: int)
+
+BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+
+
+def split_spans(runs: list[tuple[int, int, bool]], behavior: str) -> list[tuple[int, int]]:
+    """Turn (start, end, is_delimiter) runs that cover a text into piece spans.
+
+    The five behaviours of Hugging Face's SplitDelimiterBehavior:
+
+    * Removed: delimiters are dropped;
+    * Isolated: every run is its own piece;
+    * MergedWithPrevious: a delimiter that follows a non-delimiter is glued onto it;
+    * MergedWithNext: a delimiter that precedes a non-delimiter is glued onto it;
+    * Contiguous: consecutive delimiters form one piece.
+
+    Empty pieces never appear.
+
+    >>> split_spans([(0, 1, False), (1, 2, True), (2, 3, True), (3, 4, False)], "MergedWithPrevious")
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    runs = [r for r in runs if r[0] < r[1]]
+    if behavior == "Removed":
+        return [(s, e) for s, e, delim in runs if not delim]
+    if behavior == "Isolated":
+        return [(s, e) for s, e, _ in runs]
+    if behavior == "MergedWithNext":
+        mirrored = [(-e, -s, d) for s, e, d in reversed(runs)]
+        return [(-e, -s) for s, e in reversed(_merge_with_previous(mirrored))]
+    if behavior == "MergedWithPrevious":
+        return _merge_with_previous(runs)
+    if behavior == "Contiguous":
+        out: list[list[int]] = []
+        previous = False
+        for s, e, delim in runs:
+            if delim and previous and out:
+                out[-1][1] = e
+            else:
+                out.append([s, e])
+            previous = delim
+        return [(s, e) for s, e in out]
+    raise ValueError(f"split behavior {behavior!r} is not one of {', '.join(BEHAVIORS)}")
+
+
+def _merge_with_previous(runs) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    previous = False
+    for s, e, delim in runs:
+        if delim and not previous and out:
+            out[-1][1] = e
+        else:
+            out.append([s, e])
+        previous = delim
+    return [(s, e) for s, e in out]
+
+
+def _cover(text: str, matches) -> list[tuple[int, int, bool]]:
+    """(start, end, is_match) runs covering all of `text`, from non-overlapping match spans."""
+    runs = []
+    last = 0
+    for s, e in matches:
+        if s > last:
+            runs.append((last, s, False))
+        runs.append((s, e, True))
+        last = e
+    if last < len(text):
+        runs.append((last, len(text), False))
+    return runs
+
+
+class PreTokenizer:
+    type: str = ""
+
+    def split_piece(self, text: str) -> list[Piece]:
+        """Split one piece's text; spans are relative to `text`."""
+        raise NotImplementedError  # pragma: no cover
+
+    def pre_tokenize(self, text: str) -> list[Piece]:
+        return self.apply([(text, 0, len(text))])
+
+    def apply(self, pieces: list[Piece], at_text_start: bool = True) -> list[Piece]:
+        """Split every piece. `at_text_start` says whether offset 0 of these pieces is the start of
+        the whole input (it is not after an added token); only Metaspace's "first" scheme cares."""
+        out: list[Piece] = []
+        for text, start, end in pieces:
+            shift = len(text) - (end - start)  # a prefix added earlier has no source span
+            for sub, s, e in self._split(text, at_text_start and start == 0 and shift == 0):
+                out.append((sub, start + max(s - shift, 0), start + max(e - shift, 0)))
+        return out
+
+    def _split(self, text: str, at_text_start: bool) -> list[Piece]:
+        return self.split_piece(text)
+
+    def to_json(self) -> dict:
+        return {"type": self.type}
+
+
+_GPT2 = regex.compile(GPT2_PATTERN)
+
+
+@dataclass(frozen=True)
+class ByteLevel(ByteLevelOptions, PreTokenizer):
+    """GPT-2's pre-tokenizer: optional prefix space, then the GPT-2 regex (when use_regex)."""
+
+    def split_piece(self, text: str) -> list[Piece]:
+        if not text:
+            return []
+        added = 0
+        if self.add_prefix_space and not text.startswith(" "):
+            text, added = " " + text, 1
+        if not self.use_regex:
+            return [(text, 0, len(text) - added)]
+        return _unprefixed([(m.group(), m.start(), m.end()) for m in _GPT2.finditer(text)], added)
+
+
+def _unprefixed(pieces: list[Piece], added: int) -> list[Piece]:
+    """Spans of pieces cut from a text with `added` characters put in front, in the coordinates of
+    the text before the prefix (the prefix itself maps to nothing)."""
+    return [(t, max(s - added, 0), max(e - added, 0)) for t, s, e in pieces]
+
+
+def is_numeric(ch: str) -> bool:
+    """Rust's `char::is_numeric`: general category Nd, Nl or No."""
+    return unicodedata.category(ch) in ("Nd", "Nl", "No")
+
+
+@dataclass(frozen=True)
+class Digits(PreTokenizer):
+    """Split out digits: each one alone (individual_digits) or runs of them together."""
+
+    individual_digits: bool = False
+    type = "Digits"
+
+    def split_piece(self, text: str) -> list[Piece]:
+        # Each digit is its own match, as a one-character pattern would find it.
+        matches = [(i, i + 1) for i, ch in enumerate(text) if is_numeric(ch)]
+        runs = _cover(text, matches)
+        behavior = "Isolated" if self.individual_digits else "Contiguous"
+        return [(text[s:e], s, e) for s, e in split_spans(runs, behavior)]
+
+    def to_json(self) -> dict:
+        return {"type": "Digits", "individual_digits": self.individual_digits}
+
+
+@dataclass(frozen=True)
+class Split(PreTokenizer):
+    """Split on a literal string or a regex; `invert` makes the matches the pieces' content."""
+
+    pattern: str
+    is_regex: bool
+    behavior: str
+    invert: bool = False
+    _compiled: object = field(default=None, compare=False, repr=False)
+    type = "Split"
+
+    def __post_init__(self) -> None:
+        compiled = regex.compile(self.pattern if self.is_regex else regex.escape(self.pattern))
+        object.__setattr__(self, "_compiled", compiled)
+
+    def split_piece(self, text: str) -> list[Piece]:
+        matches = [(m.start(), m.end()) for m in self._compiled.finditer(text) if m.end() > m.start()]
+        runs = [(s, e, flag != self.invert) for s, e, flag in _cover(text, matches)]
+        return [(text[s:e], s, e) for s, e in split_spans(runs, self.behavior)]
+
+    def to_json(self) -> dict:
+        key = "Regex" if self.is_regex else "String"
+        return {"type": "Split", "pattern": {key: self.pattern}, "behavior": self.behavior, "invert": self.invert}
+
+
+@dataclass(frozen=True)
+class Metaspace(PreTokenizer):
+    """SentencePiece's whitespace: spaces become `replacement` (▁), a ▁ is put in front, and the
+    text is cut before every ▁ (when `split`).
+
+    `prepend_scheme` "always" prefixes every piece that does not start with ▁, "first" only the
+    piece at the very start of the input (not one after an added token), "never" none. Old files
+    say `add_prefix_space: true` for "always" and false for "never".
+
+    >>> [p[0] for p in Metaspace().pre_tokenize("Hey  you")]
+    ['▁Hey', '▁', '▁you']
+    """
+
+    replacement: str = "\u2581"
+    prepend_scheme: str = "always"
+    split: bool = True
+    type = "Metaspace"
+
+    def split_piece(self, text: str) -> list[Piece]:
+        return self._split(text, True)
+
+    def _split(self, text: str, at_text_start: bool) -> list[Piece]:
+        if not text:
+            return []
+        text = text.replace(" ", self.replacement)
+        added = int(not text.startswith(self.replacement) and (
+            self.prepend_scheme == "always" or (self.prepend_scheme == "first" and at_text_start)))
+        text = self.replacement * added + text
+        if self.split:
+            marks = [(i, i + 1) for i, ch in enumerate(text) if ch == self.replacement]
+            spans = split_spans(_cover(text, marks), "MergedWithNext")
+        else:
+            spans = [(0, len(text))]
+        return _unprefixed([(text[s:e], s, e) for s, e in spans], added)
+
+    def to_json(self) -> dict:
+        return {"type": "Metaspace", "replacement": self.replacement, "prepend_scheme": self.prepend_scheme,
+                "split": self.split}
+
+
+@dataclass(frozen=True)
+class Sequence(PreTokenizer):
+    pretokenizers: tuple = ()
+    type = "Sequence"
+
+    def __init__(self, pretokenizers) -> None:
+        object.__setattr__(self, "pretokenizers", tuple(pretokenizers))
+
+    def apply(self, pieces: list[Piece], at_text_start: bool = True) -> list[Piece]:
+        for stage in self.pretokenizers:
+            pieces = stage.apply(pieces, at_text_start)
+        return pieces
+
+    def to_json(self) -> dict:
+        return {"type": "Sequence", "pretokenizers": [p.to_json() for p in self.pretokenizers]}
+
+
+def uses_first_scheme(pre_tokenizer: dict | None) -> bool:
+    """Whether a pre-tokenizer (its tokenizer.json object) has a Metaspace stage with the "first"
+    prepend scheme, which depends on where each piece sits in the raw input."""
+    if pre_tokenizer is None:
+        return False
+    if pre_tokenizer.get("type") == "Metaspace":
+        return pre_tokenizer.get("prepend_scheme") == "first"
+    return any(uses_first_scheme(stage) for stage in pre_tokenizer.get("pretokenizers") or ())

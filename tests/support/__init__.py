@@ -1,0 +1,1 @@
+"""Helpers for the tests and benchmarks (not shipped in the package)."""

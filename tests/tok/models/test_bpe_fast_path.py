@@ -1,0 +1,127 @@
+"""The Rust fast path equals the pure-Python reference: pre-tokenizers, merges, whole pipelines."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.peers import fixture_lines, ours, ours_reference
+from tests.strategies import known_to_both, texts
+from tinyllm.tok.stages import pre_tokenizers as pt
+from tests.support.stress import CONTRACTIONS, DIGITS, EMOJI, LETTERS, MARKS, NOT_WHITESPACE, PUNCT, WHITESPACE, stress_strings
+
+core = pytest.importorskip("tinyllm._core")
+
+trap_text = st.lists(
+    st.sampled_from(WHITESPACE + NOT_WHITESPACE + CONTRACTIONS + MARKS + EMOJI + DIGITS + LETTERS + PUNCT),
+    max_size=12,
+).map("".join)
+# The reference's Unicode tables may be newer than the Rust ones (see known_to_both).
+any_text = st.one_of(texts, trap_text).map(known_to_both)
+
+PRE_TOKENIZERS = {
+    "gpt2": pt.ByteLevel(add_prefix_space=False),
+    "gpt2_prefix": pt.ByteLevel(add_prefix_space=True),
+    "no_regex_prefix": pt.ByteLevel(add_prefix_space=True, use_regex=False),
+    "smollm2": pt.Sequence([pt.Digits(individual_digits=True), pt.ByteLevel(add_prefix_space=False)]),
+    "digit_runs": pt.Sequence([pt.Digits(individual_digits=False), pt.ByteLevel(add_prefix_space=True)]),
+    "split_isolated": pt.Sequence([pt.Split(r"\s+", True, "Isolated"), pt.ByteLevel(use_regex=False)]),
+    "split_prev": pt.Sequence([pt.Split("-", False, "MergedWithPrevious"), pt.ByteLevel()]),
+    "split_next": pt.Sequence([pt.Split(r"\p{N}", True, "MergedWithNext"), pt.ByteLevel()]),
+    "split_contiguous": pt.Sequence([pt.Split(r"[aeiou]", True, "Contiguous"), pt.ByteLevel()]),
+    "split_removed_invert": pt.Sequence([pt.Split(r"\p{L}+|\p{N}{1,3}", True, "Removed", invert=True),
+                                         pt.ByteLevel(use_regex=False)]),
+}
+
+
+def reference_pieces(pre, text):
+    return [p[0].encode("utf-8") for p in pre.pre_tokenize(text)]
+
+
+@pytest.mark.parametrize("name", sorted(PRE_TOKENIZERS))
+@given(text=any_text)
+def test_rust_pre_tokenizer_equals_reference(name, text):
+    pre = PRE_TOKENIZERS[name]
+    assert core.pre_tokenize(json.dumps(pre.to_json()), text) == reference_pieces(pre, text)
+
+
+def test_rust_pre_tokenizer_equals_reference_on_stress_and_code():
+    for name, pre in PRE_TOKENIZERS.items():
+        spec = json.dumps(pre.to_json())
+        for text in stress_strings(1500) + fixture_lines()[:300]:
+            assert core.pre_tokenize(spec, text) == reference_pieces(pre, text), (name, text)
+
+
+def test_every_bmp_code_point_splits_like_hugging_face():
+    """The scanner's character classes against the oracle, code point by code point.
+
+    Templates put each code point next to letters, digits, apostrophes and whitespace. The NUL
+    separators keep the cases apart. (benches/sweep_pretokenizer.py runs all 1.1M code points
+    in eight templates; this is its fast slice.)
+    """
+    from tests.peers import hf
+    from tinyllm.tok.text.byte_alphabet import token_string
+
+    oracle = hf("gpt2").pre_tokenizer
+    spec = json.dumps(PRE_TOKENIZERS["gpt2"].to_json())
+    points = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    for template in ["a{c}b", "{c}'t", "\t{c}H"]:
+        joined = "\x00".join(template.format(c=chr(c)) for c in points)
+        expected = [piece for piece, _ in oracle.pre_tokenize_str(joined)]
+        assert [token_string(b) for b in core.pre_tokenize(spec, joined)] == expected, template
+
+
+@pytest.mark.parametrize("name", ["gpt2", "smollm2", "gpt-4o-o200k"])
+@settings(max_examples=150)
+@given(text=any_text)
+def test_fast_encode_equals_reference(name, text):
+    fast, ref = ours(name), ours_reference(name)
+    assert fast.uses_fast_path and not ref.uses_fast_path
+    assert fast.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+    assert fast.encode(text) == ref.encode(text)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "smollm2"])
+def test_fast_encode_equals_reference_on_stress_strings(name):
+    fast, ref = ours(name), ours_reference(name)
+    strings = stress_strings(1000, seed=1)
+    assert fast.encode_batch(strings, allowed_special="all") == [ref.encode(s, allowed_special="all") for s in strings]
+
+
+def test_batch_equals_sequential_whatever_the_order():
+    tok = ours("gpt2")
+    lines = fixture_lines()
+    batch = tok.encode_batch(lines)
+    assert batch == [tok.encode(line) for line in lines]
+    assert tok.encode_batch(list(reversed(lines))) == list(reversed(batch))
+
+
+def test_long_inputs_equal_reference():
+    fast, ref = ours("gpt2"), ours_reference("gpt2")
+    for text in ["a" * 1500, "ab" * 800, " " * 3000 + "x", "日本語" * 300, "\u0301" * 2000]:
+        assert fast.encode(text) == ref.encode(text)
+
+
+def test_long_whitespace_runs_with_the_o200k_lookahead_pattern():
+    """o200k's `\\s+(?!\\S)` runs without a backtracking engine, so long runs neither fail nor crawl."""
+    from tests.peers import hf
+
+    tok = ours("gpt-4o-o200k")
+    for text in [" " * 200_000 + "x", "\n" * 100_000 + "x", " \t" * 50_000 + "y", "x  \n  y\t\t z", "  \u00a0x"]:
+        assert tok.encode(text) == hf("gpt-4o-o200k").encode(text).ids
+
+
+def test_lookahead_emulation_equals_the_reference_regex():
+    split = pt.Split(pt_o200k_pattern(), True, "Removed", invert=True)
+    pre = pt.Sequence([split, pt.ByteLevel(add_prefix_space=False, use_regex=False)])
+    spec = json.dumps(pre.to_json())
+    for text in stress_strings(1500, seed=3) + ["a  b", "x\r\n\r\ny", " \n \n x", "\t\tx", "  "]:
+        assert core.pre_tokenize(spec, text) == reference_pieces(pre, text), repr(text)
+
+
+def pt_o200k_pattern() -> str:
+    from tests.peers import tokenizer_path
+
+    doc = json.loads(tokenizer_path("gpt-4o-o200k").read_text(encoding="utf-8"))
+    return doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
