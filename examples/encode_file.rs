@@ -11,12 +11,13 @@
 use std::time::Instant;
 
 use serde_json::Value;
-use tinyllm::bpe::BpeModel;
-use tinyllm::bytemap::token_bytes;
-use tinyllm::engine::Engine;
-use tinyllm::pretokenize::PreTokenizer;
+use tinyllm::engines::bpe::BpeEngine;
+use tinyllm::engines::Encoder;
+use tinyllm::models::bpe::BpeModel;
+use tinyllm::stages::pre_tokenizers::ByteLevelPreTokenizer;
+use tinyllm::text::byte_alphabet::BYTE_TO_CHAR;
 
-fn build(doc: &Value) -> Result<Engine, Box<dyn std::error::Error>> {
+fn build(doc: &Value) -> Result<BpeEngine, Box<dyn std::error::Error>> {
     let model = &doc["model"];
     let vocab = model["vocab"]
         .as_object()
@@ -24,7 +25,7 @@ fn build(doc: &Value) -> Result<Engine, Box<dyn std::error::Error>> {
     let id = |tok: &str| vocab.get(tok).and_then(Value::as_u64).map(|i| i as u32);
     let mut byte_ids = vec![None; 256];
     for (b, slot) in byte_ids.iter_mut().enumerate() {
-        *slot = id(&tinyllm::bytemap::BYTE_TO_CHAR[b].to_string());
+        *slot = id(&BYTE_TO_CHAR[b].to_string());
     }
     let mut merges = Vec::new();
     for (rank, m) in model["merges"]
@@ -35,10 +36,13 @@ fn build(doc: &Value) -> Result<Engine, Box<dyn std::error::Error>> {
     {
         let (l, r) = match m {
             Value::String(s) => s.split_once(' ').ok_or("bad merge")?,
-            Value::Array(a) => (
-                a[0].as_str().ok_or("bad merge")?,
-                a[1].as_str().ok_or("bad merge")?,
-            ),
+            Value::Array(a) => match a.as_slice() {
+                [l, r] => (
+                    l.as_str().ok_or("bad merge")?,
+                    r.as_str().ok_or("bad merge")?,
+                ),
+                _ => return Err("bad merge".into()),
+            },
             _ => return Err("bad merge".into()),
         };
         let merged = format!("{l}{r}");
@@ -49,9 +53,8 @@ fn build(doc: &Value) -> Result<Engine, Box<dyn std::error::Error>> {
             id(&merged).ok_or("merged")?,
         ));
     }
-    let _ = token_bytes; // the alphabet round trip is covered by the crate's tests
-    let pre = PreTokenizer::from_json(&doc["pre_tokenizer"])?;
-    Ok(Engine::new(
+    let pre = ByteLevelPreTokenizer::from_json(&doc["pre_tokenizer"], "pre_tokenizer")?;
+    Ok(BpeEngine::new(
         BpeModel::new(&byte_ids, &merges, None, None)?,
         pre,
         Vec::new(),

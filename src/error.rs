@@ -21,4 +21,11 @@ pub enum Error {
     /// Inconsistent tables handed to the engine.
     #[error("invalid tokenizer tables: {0}")]
     Invalid(String),
+    /// A field of a JSON spec (or a parameter) that is missing, of the wrong type or out of range.
+    #[error("{field}: expected {expected}, found {found}")]
+    Field {
+        field: String,
+        expected: String,
+        found: String,
+    },
 }

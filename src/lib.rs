@@ -2,25 +2,25 @@
 //!
 //! Every module here has a pure-Python reference in `python/tinyllm`; the test suites prove the two
 //! agree. Nothing in this crate panics on input: fallible operations return [`Error`].
+//!
+//! The folders follow the pipeline, and imports only point down the list:
+//!
+//! - `py` (feature `python`): the PyO3 glue of `tinyllm._core`, split per area;
+//! - [`train`]: trainers and the corpus counts they read;
+//! - [`engines`]: whole pipelines (added tokens, stages, model, word cache);
+//! - [`models`]: BPE, WordPiece, Unigram on one pre-token, and their random numbers;
+//! - [`stages`]: added tokens, normalizers, pre-tokenizers;
+//! - [`text`]: character classes, the byte alphabet, UTF-8 streaming, base64;
+//! - [`spec`], [`progress`], [`error`]: reading JSON specs, progress lines, the error type.
 
-pub mod bert_tables;
-pub mod bert_text;
-pub mod bpe;
-pub mod bpe_train;
-pub mod bytemap;
-pub mod engine;
+pub mod engines;
 pub mod error;
-pub mod precompiled;
-pub mod pretokenize;
-pub mod simple_normalizers;
-pub mod text_engine;
-pub mod unicode_class;
-pub mod unigram;
-pub mod unigram_train;
-pub mod utf8;
-pub mod word_cache;
-pub mod wordpiece;
-pub mod wordpiece_train;
+pub mod models;
+pub mod progress;
+pub mod spec;
+pub mod stages;
+pub mod text;
+pub mod train;
 
 #[cfg(feature = "python")]
 mod py;

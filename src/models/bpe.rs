@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
-use crate::unigram::SplitMix64;
+use crate::models::random::SplitMix64;
 use crate::Error;
 
 const NONE: u32 = u32::MAX;
@@ -201,7 +201,8 @@ impl BpeModel {
             let mut survivor = None;
             for &(rank, i) in &eligible {
                 drawn += 1;
-                if !(rng.next_f64() < p) {
+                let dropped = rng.next_f64() < p; // never with p NaN, always with p >= 1
+                if !dropped {
                     survivor = Some((rank, i));
                     break;
                 }
@@ -405,7 +406,13 @@ mod tests {
                 .filter_map(|k| model.rank(s[k], s[k + 1]).map(|(r, m)| (r, k, m)))
                 .collect();
             eligible.sort_unstable();
-            let draws: Vec<bool> = eligible.iter().map(|_| !(rng.next_f64() < p)).collect();
+            let draws: Vec<bool> = eligible
+                .iter()
+                .map(|_| {
+                    let dropped = rng.next_f64() < p;
+                    !dropped
+                })
+                .collect();
             match eligible.iter().zip(draws).find(|(_, kept)| *kept) {
                 Some((&(_, k, m), _)) => {
                     s[k] = m;

@@ -1,6 +1,6 @@
 //! Unigram vocabulary training: EM over word lattices with pruning by likelihood loss.
 //!
-//! The contract (steps 1-8) is spelled out in `python/tinyllm/tok/train_unigram.py`, the readable
+//! The contract (steps 1-8) is spelled out in `tinyllm.train.unigram` (`train_unigram_reference`), the readable
 //! reference; this file performs the same integer and float operations in the same order, so the
 //! two return the same pieces and scores, bit for bit. Floats are never summed in an order that
 //! depends on threads: the E-step accumulates expected counts in fixed point (`floor(x · 2^32 +
@@ -29,7 +29,7 @@ use crate::Error;
 /// Fixed-point scale of the expected counts (2^32).
 pub const SCALE: f64 = 4294967296.0;
 /// Gap below the lowest piece score given to an unknown character (as in encoding).
-pub const UNK_PENALTY: f64 = crate::unigram::UNK_PENALTY;
+pub const UNK_PENALTY: f64 = crate::models::unigram::UNK_PENALTY;
 
 const NONE: u32 = u32::MAX;
 /// Words per parallel job.

@@ -1,5 +1,10 @@
-//! Hugging Face's `Replace` and `Strip` normalizers. The pure-Python reference is
-//! `python/tinyllm/tok/normalizers.py`.
+//! Normalizers (text -> text, before pre-tokenization): the [`Normalizer`] of a WordPiece or
+//! Unigram pipeline, read from its tokenizer.json object, and Hugging Face's `Replace` and `Strip`.
+//! The pure-Python reference is `tinyllm.tok.stages.normalizers`.
+//!
+//! A [`Normalizer`] is one of `BertNormalizer` ([`crate::stages::bert`]), `Precompiled`
+//! ([`crate::stages::precompiled`]), `Replace`, `Strip`, or a `Sequence` of them run in order;
+//! any other type is [`Error::Unsupported`] and the Python reference runs the pipeline.
 //!
 //! `Replace` finds matches left to right without overlap, the way the `onig` crate's `find_iter`
 //! does for HF: an empty match right where the previous match ended is skipped. Regexes compile
@@ -10,7 +15,91 @@
 //! are ASCII-only in the `regex` crate, and `^`, which in Oniguruma does not match after a final
 //! newline) are rejected with `Error::Unsupported`: the Python reference handles those patterns.
 
+use crate::spec::Spec;
+use crate::stages::bert::BertNormalizer;
+use crate::stages::precompiled::Precompiled;
+use crate::text::base64::decode_base64;
 use crate::Error;
+
+/// The normalizer stage of a text pipeline.
+pub enum Normalizer {
+    Bert(BertNormalizer),
+    // Boxed: the charsmap tables dwarf the other variants.
+    Precompiled(Box<Precompiled>),
+    Replace(Replace),
+    Strip(Strip),
+    Sequence(Vec<Normalizer>),
+}
+
+impl Normalizer {
+    /// Build from a `normalizer` object of tokenizer.json; errors name the field under `name`
+    /// (e.g. `normalizer_json.normalizers[1].pattern`).
+    pub fn from_json(v: &serde_json::Value, name: &'static str) -> Result<Self, Error> {
+        Self::from_spec(Spec::root(v, name))
+    }
+
+    pub fn from_spec(v: Spec<'_, '_>) -> Result<Self, Error> {
+        Ok(match v.type_name()? {
+            "BertNormalizer" => Normalizer::Bert(BertNormalizer::new(
+                v.bool_or("clean_text", true)?,
+                v.bool_or("handle_chinese_chars", true)?,
+                v.opt_bool("strip_accents")?,
+                v.bool_or("lowercase", true)?,
+            )),
+            "Precompiled" => {
+                let blob = v.with_field("precompiled_charsmap", |c| {
+                    decode_base64(c.as_str()?).map_err(|e| c.error(&format!("base64 ({e})")))
+                })?;
+                Normalizer::Precompiled(Box::new(Precompiled::from_bytes(&blob)?))
+            }
+            "Replace" => {
+                let (source, is_regex) = v.with_field("pattern", |p| {
+                    p.get("String")?; // an object
+                    let raw = p.value();
+                    match (raw.get("String"), raw.get("Regex")) {
+                        (Some(_), None) => Ok((p.str("String")?, false)),
+                        (None, Some(_)) => Ok((p.str("Regex")?, true)),
+                        _ => Err(p.error("an object with one key, \"String\" or \"Regex\"")),
+                    }
+                })?;
+                Normalizer::Replace(Replace::new(source, is_regex, v.str("content")?)?)
+            }
+            "Strip" => Normalizer::Strip(Strip::new(
+                v.bool_or("strip_left", true)?,
+                v.bool_or("strip_right", true)?,
+            )),
+            "Sequence" => Normalizer::Sequence(
+                v.with_field("normalizers", |list| list.each_item(Normalizer::from_spec))?,
+            ),
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "{}.type = {other:?}: the fast path runs BertNormalizer, Precompiled, Replace, \
+                     Strip and Sequence",
+                    v.path()
+                )))
+            }
+        })
+    }
+
+    /// Write the normalized `text` into `out` (cleared first); `spare` is scratch for sequences.
+    pub fn run(&self, text: &str, out: &mut String, spare: &mut String) {
+        out.clear();
+        match self {
+            Normalizer::Bert(n) => n.normalize(text, out),
+            Normalizer::Precompiled(n) => n.normalize(text, out),
+            Normalizer::Replace(n) => n.normalize(text, out),
+            Normalizer::Strip(n) => n.normalize(text, out),
+            Normalizer::Sequence(stages) => {
+                out.push_str(text);
+                for stage in stages {
+                    let mut inner_spare = String::new();
+                    stage.run(out, spare, &mut inner_spare);
+                    std::mem::swap(out, spare);
+                }
+            }
+        }
+    }
+}
 
 enum Matcher {
     Literal(String),

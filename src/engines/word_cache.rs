@@ -53,6 +53,7 @@ const EMPTY_LONG: LongSlot = LongSlot {
 #[inline]
 fn short_key(piece: &[u8]) -> [u64; 2] {
     let n = piece.len();
+    // The slices have exactly 8 and 4 bytes, so the conversions cannot fail.
     let word = |at: usize| u64::from_le_bytes(piece[at..at + 8].try_into().unwrap());
     let half = |at: usize| u32::from_le_bytes(piece[at..at + 4].try_into().unwrap()) as u64;
     if n >= 8 {

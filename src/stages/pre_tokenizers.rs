@@ -1,4 +1,7 @@
-//! Pre-tokenizers: cut text into the pieces that BPE encodes independently.
+//! Pre-tokenizers of byte-level BPE pipelines ([`ByteLevelPreTokenizer`]): cut text into the
+//! pieces that BPE encodes independently, handed over as bytes. The pure-Python reference is
+//! `tinyllm.tok.stages.pre_tokenizers`; WordPiece and Unigram pipelines, whose pieces stay text,
+//! use [`crate::stages::text_pre_tokenizers`].
 //!
 //! The GPT-2 pattern `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //! runs as a hand-written scanner ([`gpt2_split`]), which is several times faster than a
@@ -9,7 +12,8 @@
 use fancy_regex::Regex;
 use serde_json::Value;
 
-use crate::unicode_class::{class_of, LETTER, NUMBER, SPACE};
+use crate::spec::Spec;
+use crate::text::unicode_class::{class_of, LETTER, NUMBER, SPACE};
 use crate::Error;
 
 /// The GPT-2 split pattern, recognised byte for byte so that it gets the fast scanner.
@@ -133,7 +137,7 @@ fn merge_with_previous(runs: &[(usize, usize, bool)]) -> Vec<(usize, usize)> {
 }
 
 /// Turn (start, end, is_delimiter) runs covering a text into piece spans (see the Python
-/// reference `tinyllm.tok.pre_tokenizers.split_spans` for each behaviour). Empty runs are ignored.
+/// reference `tinyllm.tok.stages.pre_tokenizers.split_spans` for each behaviour). Empty runs are ignored.
 pub fn split_runs(runs: &[(usize, usize, bool)], behavior: Behavior) -> Vec<(usize, usize)> {
     let runs: Vec<(usize, usize, bool)> = runs.iter().copied().filter(|r| r.0 < r.1).collect();
     match behavior {
@@ -337,81 +341,92 @@ pub struct ByteLevel {
 
 /// A pre-tokenizer the fast path can run: any number of Digits/Split stages, then ByteLevel.
 #[derive(Debug)]
-pub struct PreTokenizer {
+pub struct ByteLevelPreTokenizer {
     stages: Vec<Stage>,
     byte_level: ByteLevel,
 }
 
-pub(crate) fn field_bool(v: &Value, key: &str, default: bool) -> Result<bool, Error> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(Error::Unsupported(format!("{key} = {other}"))),
-    }
+/// One stage as read from JSON, before the chain is checked.
+enum Parsed {
+    Stage(Stage),
+    ByteLevel(ByteLevel),
 }
 
-impl PreTokenizer {
-    /// Build from the `pre_tokenizer` JSON of a tokenizer.json (as the Python reader normalised it).
-    pub fn from_json(v: &Value) -> Result<Self, Error> {
-        let items: Vec<&Value> = match v.get("type").and_then(Value::as_str) {
-            Some("Sequence") => v
-                .get("pretokenizers")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().collect())
-                .ok_or_else(|| Error::Unsupported("Sequence without pretokenizers".into()))?,
-            _ => vec![v],
-        };
-        let (last, rest) = items
-            .split_last()
-            .ok_or_else(|| Error::Unsupported("an empty pre-tokenizer Sequence".into()))?;
-        if last.get("type").and_then(Value::as_str) != Some("ByteLevel") {
-            return Err(Error::Unsupported(
-                "a pre-tokenizer that does not end with ByteLevel".into(),
-            ));
+fn parse_stage(item: Spec<'_, '_>) -> Result<Parsed, Error> {
+    Ok(match item.type_name()? {
+        "ByteLevel" => Parsed::ByteLevel(ByteLevel {
+            add_prefix_space: item.bool_or("add_prefix_space", true)?,
+            use_regex: item.bool_or("use_regex", true)?,
+        }),
+        "Digits" => Parsed::Stage(Stage::Digits {
+            individual: item.bool_or("individual_digits", false)?,
+        }),
+        "Split" => {
+            let pattern = item.with_field("pattern", |p| {
+                if p.get("Regex")?.is_some() {
+                    Pattern::compile(p.str("Regex")?)
+                } else if p.get("String")?.is_some() {
+                    Ok(Pattern::Literal(p.str("String")?.to_owned()))
+                } else {
+                    Err(p.error("an object with a \"Regex\" or a \"String\""))
+                }
+            })?;
+            let behavior = item.with_field("behavior", |b| {
+                Behavior::parse(b.as_str()?).map_err(|_| {
+                    b.error(
+                        "one of \"Removed\", \"Isolated\", \"MergedWithPrevious\", \
+                         \"MergedWithNext\", \"Contiguous\"",
+                    )
+                })
+            })?;
+            Parsed::Stage(Stage::Split {
+                pattern,
+                behavior,
+                invert: item.bool_or("invert", false)?,
+            })
         }
-        let byte_level = ByteLevel {
-            add_prefix_space: field_bool(last, "add_prefix_space", true)?,
-            use_regex: field_bool(last, "use_regex", true)?,
+        other => {
+            return Err(Error::Unsupported(format!(
+                "{}.type = {other:?}: the fast path runs Split and Digits stages followed by one \
+                 ByteLevel",
+                item.path()
+            )))
+        }
+    })
+}
+
+impl ByteLevelPreTokenizer {
+    /// Build from the `pre_tokenizer` JSON of a tokenizer.json (as the Python reader normalised
+    /// it); errors name the field under `name` (e.g. `pre_tokenizer_json.pretokenizers[0].pattern`).
+    pub fn from_json(v: &Value, name: &'static str) -> Result<Self, Error> {
+        Self::from_spec(Spec::root(v, name))
+    }
+
+    pub fn from_spec(v: Spec<'_, '_>) -> Result<Self, Error> {
+        let (parsed, at) = if v.type_name()? == "Sequence" {
+            let parsed = v.with_field("pretokenizers", |list| list.each_item(parse_stage))?;
+            (parsed, format!("{}.pretokenizers", v.path()))
+        } else {
+            (vec![parse_stage(v)?], v.path())
+        };
+        let mut parsed = parsed.into_iter();
+        let Some(Parsed::ByteLevel(byte_level)) = parsed.next_back() else {
+            return Err(Error::Unsupported(format!(
+                "{at}: a pre-tokenizer that does not end with ByteLevel"
+            )));
         };
         let mut stages = Vec::new();
-        for item in rest {
-            stages.push(match item.get("type").and_then(Value::as_str) {
-                Some("Digits") => Stage::Digits {
-                    individual: field_bool(item, "individual_digits", false)?,
-                },
-                Some("Split") => {
-                    let pattern = item.get("pattern");
-                    let pattern = if let Some(re) =
-                        pattern.and_then(|p| p.get("Regex")).and_then(Value::as_str)
-                    {
-                        Pattern::compile(re)?
-                    } else if let Some(lit) = pattern
-                        .and_then(|p| p.get("String"))
-                        .and_then(Value::as_str)
-                    {
-                        Pattern::Literal(lit.to_owned())
-                    } else {
-                        return Err(Error::Unsupported(
-                            "a Split pattern that is neither Regex nor String".into(),
-                        ));
-                    };
-                    let behavior = Behavior::parse(
-                        item.get("behavior").and_then(Value::as_str).unwrap_or(""),
-                    )?;
-                    Stage::Split {
-                        pattern,
-                        behavior,
-                        invert: field_bool(item, "invert", false)?,
-                    }
-                }
-                other => {
+        for (k, item) in parsed.enumerate() {
+            match item {
+                Parsed::Stage(stage) => stages.push(stage),
+                Parsed::ByteLevel(_) => {
                     return Err(Error::Unsupported(format!(
-                        "pre-tokenizer {other:?} in the fast path"
+                        "{at}[{k}]: ByteLevel before the last stage"
                     )))
                 }
-            });
+            }
         }
-        Ok(PreTokenizer { stages, byte_level })
+        Ok(ByteLevelPreTokenizer { stages, byte_level })
     }
 
     /// Call `f(piece_bytes)` for each final piece of `text`, in order.
@@ -565,7 +580,7 @@ mod tests {
                 {"type":"ByteLevel","add_prefix_space":false,"use_regex":true}]}"#,
         )
         .unwrap();
-        let p = PreTokenizer::from_json(&v).unwrap();
+        let p = ByteLevelPreTokenizer::from_json(&v, "pre_tokenizer_json").unwrap();
         let mut out: Vec<Vec<u8>> = Vec::new();
         p.for_each_piece("abc 12 def", &mut |b| out.push(b.to_vec()))
             .unwrap();

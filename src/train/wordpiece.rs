@@ -1,6 +1,6 @@
 //! Incremental WordPiece training: likelihood-ratio merges over counted words.
 //!
-//! Contract (identical to `train_wordpiece_reference` in `python/tinyllm/tok/train_wordpiece.py`,
+//! Contract (identical to `train_wordpiece_reference` in `tinyllm.train.wordpiece`,
 //! which recounts every round):
 //!
 //! * ids: the special tokens in order, then the word-initial characters `c` sorted by code point,
@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rustc_hash::FxHashMap;
 
-use crate::bpe_train::{key, unkey};
+use crate::train::bpe::{key, unkey};
 use crate::Error;
 
 /// Why training stopped.
@@ -909,7 +909,7 @@ mod tests {
         assert_eq!((t.tokens.len(), t.stop), (0, StopReason::NoPairs));
     }
 
-    use crate::bpe_train::tests::Lcg;
+    use crate::train::bpe::tests::Lcg;
 
     fn random_words(rng: &mut Lcg, alphabet: &[char], max_len: u64) -> Vec<(String, u64)> {
         let mut map: std::collections::BTreeMap<String, u64> = Default::default();
@@ -972,7 +972,7 @@ mod tests {
     }
 
     /// Throughput on the shared corpora (whitespace words, lowercased):
-    /// `cargo test --release wordpiece_train::tests::throughput -- --ignored --nocapture`.
+    /// `cargo test --release train::wordpiece::tests::throughput -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn throughput() {
@@ -1018,7 +1018,7 @@ mod tests {
         let t0 = Instant::now();
         let t = train(&words, &p(vocab, &specials, 2, "##", None)).unwrap();
         eprintln!(
-            "wordpiece_train: {} words, {:?}: {} tokens, {} merges ({} reused), stop {:?}",
+            "train::wordpiece: {} words, {:?}: {} tokens, {} merges ({} reused), stop {:?}",
             words.len(),
             t0.elapsed(),
             t.tokens.len(),

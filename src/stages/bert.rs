@@ -1,13 +1,13 @@
 //! BERT's text stages as Hugging Face `tokenizers` runs them: `BertNormalizer`,
 //! `BertPreTokenizer` and `WhitespaceSplit`. The pure-Python reference, with the rules spelled
-//! out, is `tinyllm.tok.bert_text`.
+//! out, is `tinyllm.tok.stages.bert`.
 //!
 //! The normalizer's stages, each only when its flag is on: clean_text (delete controls, turn
 //! whitespace into ' '), handle_chinese_chars (a space on each side of a CJK ideograph),
 //! strip_accents (NFD, then delete nonspacing marks; unset means "as lowercase"), lowercase (per
 //! code point).
 //!
-//! Every character fact comes from [`crate::bert_tables`], measured from HF by
+//! Every character fact comes from [`crate::stages::bert_tables`], measured from HF by
 //! `tools/gen_bert_tables.py`, never from Rust's std: std's Unicode version moves with the compiler,
 //! and HF's crates carry their own older ones.
 //!
@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::bert_tables as tables;
+use crate::stages::bert_tables as tables;
 
 const REMOVE: u16 = 1 << 0;
 const TO_SPACE: u16 = 1 << 1;

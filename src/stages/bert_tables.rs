@@ -1,4 +1,4 @@
-//! Unicode tables of BERT's text stages (see `bert_text`).
+//! Unicode tables of BERT's text stages (see `stages::bert`).
 //!
 //! Measured from Hugging Face tokenizers 0.23.3 by tools/gen_bert_tables.py.
 //! GENERATED: do not edit. Rerun `python3 tools/gen_bert_tables.py` after upgrading tokenizers.
@@ -1198,7 +1198,7 @@ pub static LOWERCASE: &[(u32, &str)] = &[
 ];
 
 /// Test data: (clean_text, handle_chinese_chars, strip_accents, lowercase) of a golden case;
-/// the Python tests check the same cases (`GOLDEN` in _bert_tables.py).
+/// the Python tests check the same cases (`GOLDEN` in tinyllm/tok/stages/bert_tables.py).
 #[cfg(test)]
 pub type GoldenFlags = (bool, bool, Option<bool>, bool);
 

@@ -1,6 +1,6 @@
 //! Incremental BPE training: learn the ordered merge table (seed 003, "0x06 BPE training").
 //!
-//! Contract (identical to `train_merges_reference` in `python/tinyllm/tok/train_bpe.py`, which
+//! Contract (identical to `train_merges_reference` in `tinyllm.train.bpe`, which
 //! recounts every pair every round):
 //!
 //! * the score of a pair `(a, b)` is the sum over units of `frequency × windows`, where windows are
@@ -595,7 +595,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// Throughput on the shared corpora: `cargo test --release bpe_train::tests::throughput -- --ignored --nocapture`.
+    /// Throughput on the shared corpora: `cargo test --release train::bpe::tests::throughput -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn throughput() {
@@ -657,7 +657,7 @@ pub(crate) mod tests {
         let t = train(&units, 256, vocab - 256, 2).unwrap();
         let t_train = t1.elapsed();
         eprintln!(
-            "bpe_train throughput: {} bytes, {} units, counting {:?}, training {:?}: {} merges, stop {:?}",
+            "train::bpe throughput: {} bytes, {} units, counting {:?}, training {:?}: {} merges, stop {:?}",
             text.len(),
             units.len(),
             t_count,

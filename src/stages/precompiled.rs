@@ -1,6 +1,6 @@
 //! SentencePiece's compiled normalization rules (`precompiled_charsmap`), applied exactly as
 //! Hugging Face's `Precompiled` normalizer applies them. The pure-Python reference, with the format
-//! and a worked example, is `python/tinyllm/tok/precompiled.py`.
+//! and a worked example, is `tinyllm.tok.stages.precompiled`.
 //!
 //! The blob is `[trie_size: u32 LE][trie: trie_size / 4 u32 LE units][string table]`: a
 //! darts-clone double array over UTF-8 bytes whose values are byte offsets of NUL-terminated

@@ -1,0 +1,101 @@
+//! The byte-level BPE encoding pipeline ([`BpeEngine`]): added tokens, pre-tokenizer, model,
+//! with a word cache.
+//!
+//! This is the fast path behind `tinyllm.tok.BPETokenizer` for pipelines without a normalizer.
+//! Added tokens are split out first with a leftmost-longest automaton (Hugging Face's rule,
+//! [`crate::stages::added_tokens`]); the text between them is pre-tokenized
+//! ([`crate::stages::pre_tokenizers`]); each piece is encoded by the BPE model
+//! ([`crate::models::bpe`]), through a word cache keyed by the exact piece bytes
+//! ([`crate::engines::word_cache`]).
+
+use std::sync::Arc;
+
+use crate::engines::word_cache::ShardedCache;
+use crate::engines::Encoder;
+use crate::models::bpe::BpeModel;
+use crate::models::random::SplitMix64;
+use crate::stages::added_tokens::{split_added, AddedMatcher, AddedTokens};
+use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
+use crate::Error;
+
+pub struct BpeEngine {
+    cache: ShardedCache,
+    model: BpeModel,
+    pre: ByteLevelPreTokenizer,
+    added: AddedTokens,
+}
+
+impl BpeEngine {
+    pub fn new(model: BpeModel, pre: ByteLevelPreTokenizer, added: Vec<(String, u32)>) -> Self {
+        BpeEngine {
+            cache: ShardedCache::new(),
+            model,
+            pre,
+            added: AddedTokens::new(added),
+        }
+    }
+
+    fn encode_text(&self, text: &str, out: &mut Vec<u32>) -> Result<(), Error> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let mut cache = self.cache.for_current_thread();
+        self.pre.for_each_piece(text, &mut |piece| {
+            cache.encode(piece, out, |out| self.model.encode_word(piece, out))
+        })
+    }
+
+    /// BPE-dropout encoding of one text: pre-token k (counting across the whole text) draws from
+    /// `SplitMix64::new(SplitMix64::stream_seed(key, k))`. Bypasses the word cache.
+    pub fn encode_dropout(
+        &self,
+        text: &str,
+        matcher: Option<&AddedMatcher>,
+        p: f64,
+        key: u64,
+    ) -> Result<Vec<u32>, Error> {
+        let out = std::cell::RefCell::new(Vec::with_capacity(text.len() / 2 + 4));
+        let mut k: u64 = 0;
+        let mut gap = |gap: &str, _: usize| -> Result<(), Error> {
+            if gap.is_empty() {
+                return Ok(());
+            }
+            self.pre.for_each_piece(gap, &mut |piece| {
+                let mut rng = SplitMix64::for_stream(key, k);
+                k += 1;
+                self.model
+                    .encode_word_dropout(piece, p, &mut rng, &mut out.borrow_mut());
+            })
+        };
+        split_added(matcher, text, &mut gap, &mut |id| out.borrow_mut().push(id))?;
+        Ok(out.into_inner())
+    }
+}
+
+impl Encoder for BpeEngine {
+    /// Forget every cached word (frees the memory; results never depend on the cache).
+    fn clear_cache(&self) {
+        self.cache.clear();
+    }
+
+    /// The matcher for this set of added-token texts (None when the set is empty).
+    fn matcher(&self, texts: &[String]) -> Result<Option<Arc<AddedMatcher>>, Error> {
+        self.added.matcher(texts)
+    }
+
+    /// Encode one text; `matcher` holds the added tokens that may match (see [`Encoder::matcher`]).
+    fn encode(&self, text: &str, matcher: Option<&AddedMatcher>) -> Result<Vec<u32>, Error> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 4);
+        let Some(m) = matcher else {
+            self.encode_text(text, &mut out)?;
+            return Ok(out);
+        };
+        let out = std::cell::RefCell::new(out);
+        m.split(
+            text,
+            &mut |gap, _| self.encode_text(gap, &mut out.borrow_mut()),
+            &mut |id| out.borrow_mut().push(id),
+        )?;
+        Ok(out.into_inner())
+    }
+}

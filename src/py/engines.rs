@@ -1,0 +1,161 @@
+//! The engine classes of `tinyllm._core`: `BpeEngine` (byte-level BPE) and `TextEngine`
+//! (WordPiece and Unigram), attached by `tinyllm.tok.models.bpe` and `tinyllm.tok.models.engines`.
+//!
+//! The calls both engines share (`encode`, `encode_batch`, `clear_cache`) are written once, in
+//! [`engine_pymethods!`], over the [`Encoder`] trait; each class adds its constructor and its
+//! stochastic encoder (`encode_dropout`, `encode_sample`).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+use crate::engines::bpe::BpeEngine;
+use crate::engines::wordpiece_unigram::{Model, TextEngine};
+use crate::engines::Encoder;
+use crate::models::bpe::BpeModel;
+use crate::py::id_lists::IdLists;
+use crate::py::parse_json;
+use crate::py::stages::text_stages;
+use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
+
+/// The `#[pymethods]` block of an engine class (a struct with `inner: impl Encoder` and
+/// `lists: IdLists`): the shared calls, then the class's own methods given in braces. (PyO3 allows
+/// one `#[pymethods]` block per class, so the shared methods cannot live in a block of their own.)
+macro_rules! engine_pymethods {
+    ($class:ty { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            $($own)*
+
+            /// Ids of `text`; `matchable` lists the added-token texts that may match.
+            fn encode<'py>(
+                &self,
+                py: Python<'py>,
+                text: &Bound<'_, PyString>,
+                matchable: Vec<String>,
+            ) -> PyResult<Bound<'py, PyList>> {
+                let matcher = self.inner.matcher(&matchable)?;
+                self.lists
+                    .encode_one(py, text, |t| self.inner.encode(t, matcher.as_deref()))
+            }
+
+            /// Ids of many texts, encoded in parallel with the GIL released.
+            fn encode_batch<'py>(
+                &self,
+                py: Python<'py>,
+                texts: Vec<Bound<'_, PyString>>,
+                matchable: Vec<String>,
+            ) -> PyResult<Bound<'py, PyList>> {
+                let matcher = self.inner.matcher(&matchable)?;
+                self.lists
+                    .encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
+            }
+
+            /// Forget the cached words (results never depend on the cache).
+            fn clear_cache(&self) {
+                self.inner.clear_cache();
+            }
+        }
+    };
+}
+
+/// The byte-level BPE fast path (see `tinyllm.tok.models.bpe.BPETokenizer`).
+#[pyclass(name = "BpeEngine", module = "tinyllm._core", frozen)]
+pub(super) struct PyBpeEngine {
+    inner: BpeEngine,
+    lists: IdLists,
+}
+
+engine_pymethods!(PyBpeEngine {
+    #[new]
+    #[pyo3(signature = (byte_ids, merges, whole_words, unk, added, pre_tokenizer_json))]
+    fn new(
+        py: Python<'_>,
+        byte_ids: Vec<Option<u32>>,
+        merges: Vec<(u32, u32, u32, u32)>,
+        whole_words: Option<Vec<(Vec<u8>, u32)>>,
+        unk: Option<u32>,
+        added: Vec<(String, u32)>,
+        pre_tokenizer_json: &str,
+    ) -> PyResult<Self> {
+        let pre = ByteLevelPreTokenizer::from_json(
+            &parse_json(pre_tokenizer_json, "pre_tokenizer_json")?,
+            "pre_tokenizer_json",
+        )?;
+        let max_id = byte_ids
+            .iter()
+            .flatten()
+            .copied()
+            .chain(merges.iter().map(|m| m.3))
+            .chain(whole_words.iter().flatten().map(|w| w.1))
+            .chain(unk)
+            .chain(added.iter().map(|a| a.1))
+            .max()
+            .unwrap_or(0);
+        let model = BpeModel::new(&byte_ids, &merges, whole_words, unk)?;
+        Ok(PyBpeEngine {
+            inner: BpeEngine::new(model, pre, added),
+            lists: IdLists::new(py, max_id)?,
+        })
+    }
+
+    /// BPE-dropout ids of `text` (probability `p`, stream key `key`); see
+    /// `BpeEngine::encode_dropout`.
+    fn encode_dropout<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'_, PyString>,
+        matchable: Vec<String>,
+        p: f64,
+        key: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        self.lists.encode_one(py, text, |t| {
+            self.inner.encode_dropout(t, matcher.as_deref(), p, key)
+        })
+    }
+});
+
+/// The WordPiece / Unigram fast path (see `tinyllm.tok.models.engines`).
+#[pyclass(name = "TextEngine", module = "tinyllm._core", frozen)]
+pub(super) struct PyTextEngine {
+    inner: TextEngine,
+    lists: IdLists,
+}
+
+engine_pymethods!(PyTextEngine {
+    /// `model_type` is "WordPiece" (spec: vocab, unk_id, prefix, max_input_chars_per_word) or
+    /// "Unigram" (spec: pieces, unk_id); the stages are their tokenizer.json objects.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        model_type: &str,
+        model_json: &str,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let spec = parse_json(model_json, "model_json")?;
+        let (model, max_id) = Model::from_json(model_type, &spec, "model_json")?;
+        let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
+        let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
+        Ok(PyTextEngine {
+            inner: TextEngine::new(normalizer, pre, model, added),
+            lists: IdLists::new(py, max_id)?,
+        })
+    }
+
+    /// Sampled Unigram ids of `text` (temperature `alpha`, stream key `key`).
+    fn encode_sample<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'_, PyString>,
+        matchable: Vec<String>,
+        alpha: f64,
+        key: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let matcher = self.inner.matcher(&matchable)?;
+        self.lists.encode_one(py, text, |t| {
+            self.inner.encode_sample(t, matcher.as_deref(), alpha, key)
+        })
+    }
+});

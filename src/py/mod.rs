@@ -1,0 +1,66 @@
+//! The PyO3 glue: the extension module `tinyllm._core`. Compiled only with the `python` feature;
+//! the core modules never see Python.
+//!
+//! One file per area, each a thin layer over the core (errors become `ValueError` with the core's
+//! message, work runs with the GIL released):
+//!
+//! - `text`: `str` to UTF-8, the byte alphabet, `Utf8Decoder`;
+//! - `stages`: pre-tokenizers and BERT stages on their own (for testing against the reference);
+//! - `engines`: `BpeEngine` and `TextEngine`, over `id_lists` (ids handed back as Python lists);
+//! - `models`: `UnigramModel` on its own;
+//! - `counters`: `PretokenCounter` and `WordCounter`;
+//! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`.
+//!
+//! The Python-visible names are all registered in [`_core`] below, so the module's API can be
+//! read in one place.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::Error;
+
+mod counters;
+mod engines;
+mod id_lists;
+mod models;
+mod stages;
+mod text;
+mod train;
+
+impl From<Error> for PyErr {
+    fn from(err: Error) -> PyErr {
+        PyValueError::new_err(err.to_string())
+    }
+}
+
+/// Parse a JSON argument; a syntax error names the argument.
+fn parse_json(source: &str, what: &str) -> PyResult<serde_json::Value> {
+    serde_json::from_str(source).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // text
+    m.add_function(wrap_pyfunction!(text::byte_alphabet, m)?)?;
+    m.add_function(wrap_pyfunction!(text::token_string, m)?)?;
+    m.add_function(wrap_pyfunction!(text::token_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(text::encode_utf8, m)?)?;
+    m.add_function(wrap_pyfunction!(text::clean_text, m)?)?;
+    m.add_class::<text::PyUtf8Decoder>()?;
+    // stages
+    m.add_function(wrap_pyfunction!(stages::pre_tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::bert_normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::bert_pre_tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::whitespace_split, m)?)?;
+    // engines and models
+    m.add_class::<engines::PyBpeEngine>()?;
+    m.add_class::<engines::PyTextEngine>()?;
+    m.add_class::<models::PyUnigramModel>()?;
+    // training
+    m.add_class::<counters::PyPretokenCounter>()?;
+    m.add_class::<counters::PyWordCounter>()?;
+    m.add_function(wrap_pyfunction!(train::train_bpe_merges, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_unigram, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_wordpiece, m)?)?;
+    Ok(())
+}
