@@ -4,32 +4,47 @@ from __future__ import annotations
 
 import base64
 import functools
+import os
 from pathlib import Path
 
 import pytest
+import tiktoken
+import tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
-SHARED = ROOT.parent / "shared" / "data"
+# The shared data (read at run time, never copied: see ../shared/data/README.md).
+# TINYLLM_SHARED_DATA points elsewhere (e.g. to check what happens when it is missing).
+SHARED = Path(os.environ.get("TINYLLM_SHARED_DATA") or ROOT.parent / "shared" / "data")
+# Under CI the shared data is required: a test that needs it fails instead of skipping.
+CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 PRESETS = ROOT / "python" / "tinyllm" / "tok" / "presets"
 
 GPT2_TIKTOKEN_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
+def require_shared(path: Path) -> Path:
+    """`path` (under SHARED) if it exists. Otherwise the test skips, saying which path is missing,
+    or, under CI=true, fails: CI must not pass by skipping the tests on real data."""
+    path = Path(path)
+    if path.exists():
+        return path
+    message = f"shared data missing: {path} does not exist (SHARED = {SHARED}; set TINYLLM_SHARED_DATA to move it)"
+    if CI:
+        pytest.fail(f"CI=true requires the shared test data; {message}", pytrace=False)
+    pytest.skip(message)
+
+
 def tokenizer_path(name: str) -> Path:
-    """The tokenizer.json of a preset (shipped) or of a shared-data tokenizer (skip if absent)."""
+    """The tokenizer.json of a preset (shipped) or of a shared-data tokenizer (see require_shared)."""
     for local in (PRESETS / name / "tokenizer.json", FIXTURES / name / "tokenizer.json"):
         if local.is_file():
             return local
-    path = SHARED / "tokenizers" / name / "tokenizer.json"
-    if not path.is_file():
-        pytest.skip(f"{path} is not available (../shared/data is missing)")
-    return path
+    return require_shared(SHARED / "tokenizers" / name / "tokenizer.json")
 
 
 @functools.lru_cache(maxsize=None)
 def hf(name: str):
-    tokenizers = pytest.importorskip("tokenizers")
     return tokenizers.Tokenizer.from_file(str(tokenizer_path(name)))
 
 
@@ -56,11 +71,11 @@ def assert_same_as_hf(name: str, texts: list[str], add_special: bool) -> None:
     ref, tok = hf_plain(name), ours(name)
     theirs = [e.ids for e in ref.encode_batch(texts, add_special_tokens=add_special)]
     mine = tok.encode_batch(texts, add_special, allowed_special="all")
-    for text, a, b in zip(texts, mine, theirs):
+    for text, a, b in zip(texts, mine, theirs, strict=True):
         assert a == b, f"{name}: ids differ for {text!r}"
     for skip in (False, True):
         decoded = ref.decode_batch(theirs, skip_special_tokens=skip)
-        for text, a, d in zip(texts, mine, decoded):
+        for text, a, d in zip(texts, mine, decoded, strict=True):
             assert tok.decode(a, skip_special=skip) == d, f"{name}: decode (skip_special={skip}) differs for {text!r}"
 
 
@@ -73,7 +88,6 @@ def ours_reference(name: str):
 
 @functools.lru_cache(maxsize=None)
 def tiktoken_gpt2():
-    tiktoken = pytest.importorskip("tiktoken")
     ranks = {}
     for line in (FIXTURES / "gpt2.tiktoken").read_bytes().splitlines():
         token, rank = line.split()
@@ -89,10 +103,8 @@ def fixture_lines() -> list[str]:
 
 
 def shared_corpus_lines(every: int = 1) -> list[str]:
-    """Every `every`-th line of every shared corpus file (skip if the shared data is absent)."""
-    corpora = SHARED / "corpora"
-    if not corpora.is_dir():
-        pytest.skip(f"{corpora} is not available (../shared/data is missing)")
+    """Every `every`-th line of every shared corpus file (see require_shared)."""
+    corpora = require_shared(SHARED / "corpora")
     lines: list[str] = []
     for path in sorted(corpora.rglob("*.txt")):
         with open(path, encoding="utf-8", newline="") as f:

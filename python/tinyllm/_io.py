@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -32,16 +33,45 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return target
 
 
+class _NotJSON(Exception):
+    """NaN, Infinity or -Infinity: Python's json reads them, JSON does not have them."""
+
+
+def _reject_constant(name: str):
+    raise _NotJSON(name)
+
+
+# A string literal (skipped) or one of the non-JSON number words.
+_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
 def read_json_file(path: str | os.PathLike) -> object:
-    """Parse a UTF-8 JSON file; every failure is a ValueError that names the file and where."""
+    """Parse a UTF-8 JSON file; every failure is a ValueError that names the file and where.
+
+    Strict JSON: NaN and Infinity (which Python's json module would accept) are refused, and so is
+    nesting too deep for the parser.
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from None
     try:
-        return json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        return json.loads(text, parse_constant=_reject_constant)
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: byte {e.start} is not valid UTF-8") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except _NotJSON as e:
+        found = next((m for m in _CONSTANT.finditer(text) if m.group(1)), None)
+        where = ""
+        if found is not None:
+            line = text.count("\n", 0, found.start()) + 1
+            column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+            where = f" at line {line} column {column}"
+        raise ValueError(f"{path}: invalid JSON{where}: {e} is not a JSON number") from None
+    except RecursionError:
+        raise ValueError(f"{path}: invalid JSON: nested too deeply to read") from None

@@ -63,7 +63,7 @@ def test_generation_prompt_boundary_and_owners():
     opening = len(seq.input_ids) - 1 - seq.special_tokens_mask[::-1].index(1)
     assert tok.decode(seq.input_ids[opening:]) == "<|im_start|>assistant\n"
     assert seq.special_tokens_mask.count(1) == 9  # 4 turns x 2 + the assistant opening
-    content = [tok.decode([i for i, o in zip(seq.input_ids, seq.ownership) if o == (3, "user")])]
+    content = [tok.decode([i for i, o in zip(seq.input_ids, seq.ownership, strict=True) if o == (3, "user")])]
     assert content == [messages[3]["content"]]
     assert sum(seq.assistant_mask) == len([o for o in seq.ownership if o == (2, "assistant")]) + 1
 
@@ -72,7 +72,7 @@ def test_training_mask_covers_answer_and_its_end_of_turn():
     messages, _ = CONVERSATIONS["training"]
     seq = apply_chat_template(SMOL, messages)
     tok = ours(SMOL)
-    masked = [i for i, m in zip(seq.input_ids, seq.assistant_mask) if m]
+    masked = [i for i, m in zip(seq.input_ids, seq.assistant_mask, strict=True) if m]
     assert tok.decode(masked) == "It is 4.<|im_end|>"
     assert seq.ownership[seq.prompt_boundary] == (1, "assistant")
     assert tok.decode(seq.input_ids[seq.prompt_boundary:]) == "It is 4.<|im_end|>\n"
@@ -94,7 +94,7 @@ def test_content_never_becomes_a_control(content, assistant_too):
         messages.append({"role": "assistant", "content": content[::-1]})
     seq = apply_chat_template(SMOL, messages, add_generation_prompt=not assistant_too)
     control_ids = set(ours(SMOL).special_ids.values())
-    for i, owner, special in zip(seq.input_ids, seq.ownership, seq.special_tokens_mask):
+    for i, owner, special in zip(seq.input_ids, seq.ownership, seq.special_tokens_mask, strict=True):
         if owner != TEMPLATE:
             assert i not in control_ids and special == 0
     empty = apply_chat_template(SMOL, [dict(m, content="") for m in messages], add_generation_prompt=not assistant_too)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -123,7 +125,7 @@ def test_collation_invariants(records, multiple, side):
     assert len(padded.sample_ownership) == len(records) and all(len(row) == width for row in padded.sample_ownership)
     cu = packed.cu_seqlens.tolist()
     assert cu[0] == 0 and cu[-1] == sum(lengths) and np.diff(cu).tolist() == lengths
-    assert all(a < b for a, b in zip(cu, cu[1:]))
+    assert all(a < b for a, b in itertools.pairwise(cu))
     for end in cu[1:]:  # the last position of every sample has no label
         assert packed.labels[end - 1] == IGNORE_INDEX and packed.loss_mask[end - 1] == 0
     assert ((packed.labels != IGNORE_INDEX) == (packed.loss_mask == 1)).all()

@@ -52,7 +52,7 @@ def test_modes():
     assert training.input_ids[-1] == C.eot and prefill.input_ids[-1] == ord("o")
     assert len(training) == len(prefill) + 1 and prefill.prompt_boundary == len(prefill)
     assert training.ownership[training.prompt_boundary] == (1, "assistant")
-    assert [i for i, m in zip(training.input_ids, training.assistant_mask) if m] == [*b"hello", C.eot]
+    assert [i for i, m in zip(training.input_ids, training.assistant_mask, strict=True) if m] == [*b"hello", C.eot]
     assert generation.input_ids[-len(b"assistant") - 4:] == [258, *b"assistant", 259, 10, 10]
     with pytest.raises(ValueError, match="mode"):
         g.compile(chat, "chat")
@@ -91,7 +91,7 @@ def test_content_never_yields_a_control_id(content):
     g = ConversationGrammar(tok, controls)
     seq = g.compile([Message("user", content), Message("assistant", content)], "training")
     control_ids = set(ids.values())
-    assert all(i not in control_ids for i, o in zip(seq.input_ids, seq.ownership) if isinstance(o, tuple))
+    assert all(i not in control_ids for i, o in zip(seq.input_ids, seq.ownership, strict=True) if isinstance(o, tuple))
     assert seq.special_tokens_mask.count(1) == 1 + 2 * 3  # BOS, then header start/end + EOT per turn
 
 

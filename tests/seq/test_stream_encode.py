@@ -64,7 +64,7 @@ def test_committed_ids_equal_batch_encoding_of_each_unit(units, data):
     for unit in units:
         raw = unit.encode("utf-8")
         cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=4)))
-        pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)])]
+        pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
         for piece in pieces[:-1]:
             assert s.push(piece) == []
         emitted += s.push(pieces[-1], unit_boundary=True)

@@ -39,7 +39,7 @@ def test_tokenizer_file_or_its_directory(tmp_path, char_tok):
 
 def test_unknown_kind_is_named(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"tl_tokenizer": "sentencepiece"}))
-    with pytest.raises(ValueError, match=r"tl_tokenizer: found 'sentencepiece', expected one of bytes, file"):
+    with pytest.raises(ValueError, match=r'tl_tokenizer: found "sentencepiece", expected one of "bytes", "file"'):
         load(tmp_path)
 
 
@@ -80,3 +80,23 @@ def test_path_wins_over_preset_name(tmp_path, monkeypatch, char_tok):
     char_tok.save(tmp_path / "bytes")
     monkeypatch.chdir(tmp_path)
     assert load("bytes") == char_tok
+
+
+@pytest.mark.parametrize("content,message", [
+    ('{"d_model": 8}', 'tl_tokenizer: missing; expected one of "bytes", "file"'),
+    ('{"tl_tokenizer": null}', 'tl_tokenizer: found null, expected one of "bytes", "file"'),
+    ('{"tl_tokenizer": 3}', 'tl_tokenizer: found 3, expected one of "bytes", "file"'),
+    ('{"tl_tokenizer": ["file"]}', 'tl_tokenizer: found ["file"], expected one of "bytes", "file"'),
+    ('{"tl_tokenizer": {"kind": "file"}}', 'tl_tokenizer: found {"kind": "file"}, expected one of "bytes", "file"'),
+    ('{"tl_tokenizer": "sentencepiece"}', 'tl_tokenizer: found "sentencepiece", expected one of "bytes", "file"'),
+    ('["file"]', 'expected a JSON object with tl_tokenizer, found ["file"]'),
+    ('"file"', 'expected a JSON object with tl_tokenizer, found "file"'),
+    ('{"tl_tokenizer": "file"', "invalid JSON at line 1 column 24"),
+    ('{"tl_tokenizer": NaN}', "invalid JSON at line 1 column 18: NaN is not a JSON number"),
+    ("", "invalid JSON at line 1 column 1"),
+])
+def test_malformed_config_json_names_the_file_and_the_path(tmp_path, content, message):
+    (tmp_path / "config.json").write_text(content)
+    with pytest.raises(ValueError) as e:
+        load(tmp_path)
+    assert str(e.value).startswith(f"{tmp_path / 'config.json'}: {message}")

@@ -3,10 +3,12 @@
 import random
 
 import pytest
+import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.peers import fixture_lines
+from tests.support.rust import core, count_core_calls, needs_rust
 from tinyllm.tok import BPETokenizer, load
 from tinyllm.train.bpe import rewrite, train_merges_reference
 
@@ -43,14 +45,11 @@ def test_size_cap_and_zero_merges():
 units_st = st.lists(st.tuples(st.lists(st.integers(0, 4), max_size=10), st.integers(1, 5)), min_size=1, max_size=20)
 
 
+@needs_rust
 @settings(max_examples=300, deadline=None)
 @given(units_st, st.integers(0, 30), st.integers(1, 3))
 def test_rust_trainer_equals_the_reference(units, max_merges, min_frequency):
-    from tinyllm._native import core
-
-    if core is None or not hasattr(core, "train_bpe_merges"):
-        pytest.skip("the Rust trainer is not built")
-    merges, stop = core.train_bpe_merges(units, 5, max_merges, min_frequency)
+    merges, stop = core.train_bpe_merges(units, 5, max_merges, min_frequency)  # the Rust trainer, directly
     assert (merges, stop) == train_merges_reference(units, 5, max_merges, min_frequency)
 
 
@@ -80,7 +79,6 @@ def test_special_tokens_come_last_and_are_never_learned():
 
 
 def test_hf_loads_the_trained_tokenizer_and_encodes_identically(tmp_path):
-    tokenizers = pytest.importorskip("tokenizers")
     lines = fixture_lines()
     random.Random(0).shuffle(lines)
     train, held_out = lines[:3000], lines[3000:4000]
@@ -115,12 +113,16 @@ def test_empty_corpus_and_unreadable_file_are_named(tmp_path):
         BPETokenizer.train([bad], 300)
 
 
+@needs_rust
 @pytest.mark.parametrize("pattern", ["gpt2", "llama3"])
-def test_rust_counting_and_training_equal_the_python_reference(pattern):
+def test_rust_counting_and_training_equal_the_python_reference(pattern, monkeypatch):
     from tinyllm.train.bpe import count_pretokens, train_merges_reference, units_from_counts
 
     lines = fixture_lines()[:1500] + ["naïve café 北京 <|x|> the end\n"] * 3
+    calls = count_core_calls(monkeypatch)
     tok = BPETokenizer.train(lines, 700, special_tokens=["<|x|>"], pattern=pattern)
+    assert calls["PretokenCounter"] == 1  # counted and trained by the Rust PretokenCounter
+    monkeypatch.undo()
     units = units_from_counts(count_pretokens(lines, pattern, ["<|x|>"]))
     merges, stop = train_merges_reference(units, 256, 700 - 257, 2)
     assert tok.training_report["stop_reason"] == stop

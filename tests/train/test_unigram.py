@@ -1,6 +1,7 @@
 """Unigram training: the Rust trainer equals the reference bit for bit, determinism, sizes,
 parameter errors, and loading the result in Hugging Face tokenizers and in tinyllm."""
 
+import itertools
 import json
 import math
 import os
@@ -9,22 +10,22 @@ import sys
 from pathlib import Path
 
 import pytest
+import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.peers import SHARED
-from tinyllm._native import core
+from tests.peers import SHARED, require_shared
+from tests.support.rust import core, count_core_calls, needs_rust
 from tinyllm.tok import UnigramTokenizer, load
 from tinyllm.train.common import count_words
 from tinyllm.train.unigram import (digamma, logsumexp, pipeline_stages, required_chars, train,
                                        train_unigram_reference)
 
 ROOT = Path(__file__).resolve().parents[2]
-needs_rust = pytest.mark.skipif(core is None or not hasattr(core, "train_unigram"),
-                                reason="the Rust trainer is not built")
 
 
 def rust(words, target, **kw):
+    """The Rust trainer, called directly."""
     args = [kw.get("character_coverage", 0.9995), kw.get("max_piece_length", 16), kw.get("seed_size", 1_000_000),
             kw.get("shrinking_factor", 0.75), kw.get("sub_iterations", 2), kw.get("m_step", "ml"), False]
     return core.train_unigram(words, target, *args)
@@ -41,11 +42,9 @@ def shared_lines(limit_per_file: int, names=("en/tinyshakespeare.txt", "en/botch
                                              "multi/leipzig-sentences/ru.txt", "multi/zh_sanguo_yanyi_excerpt.txt")):
     lines = []
     for name in names:
-        path = SHARED / "corpora" / name
-        if not path.is_file():
-            pytest.skip(f"{path} is not available (../shared/data is missing)")
+        path = require_shared(SHARED / "corpora" / name)
         with open(path, encoding="utf-8") as f:
-            lines.extend(line for _, line in zip(range(limit_per_file), f))
+            lines.extend(itertools.islice(f, limit_per_file))
     return lines
 
 
@@ -113,6 +112,7 @@ def test_rust_equals_the_reference_on_real_text(target, coverage, rule):
 
 @needs_rust
 def test_thread_count_does_not_change_the_result():
+    shared_lines(400)  # skips (or fails under CI) here, in this process, when the data is missing
     script = ("import json, sys; from tinyllm._native import core; from tests.train.test_unigram import "
               "shared_lines, words_of; w = words_of(shared_lines(400)); p, r = core.train_unigram(w, 4000); "
               "print(json.dumps([[a, b.hex()] for a, b in p] + [r['objective'].hex()]))")
@@ -120,8 +120,6 @@ def test_thread_count_does_not_change_the_result():
     for threads in ("1", "2", "4"):
         env = dict(os.environ, RAYON_NUM_THREADS=threads)
         out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
-        if "Skipped" in out.stderr:
-            pytest.skip("../shared/data is missing")
         assert out.returncode == 0, out.stderr
         outputs.append(out.stdout)
     assert outputs[0] == outputs[1] == outputs[2]
@@ -148,14 +146,15 @@ def test_train_reaches_the_size_with_every_required_character():
     assert tok.vocab_size == tok.training_report["vocab_size"] < 100
 
 
+@needs_rust
 def test_reference_and_fast_path_build_the_same_tokenizer(monkeypatch):
-    if core is None or not hasattr(core, "train_unigram"):
-        pytest.skip("the Rust trainer is not built")
     lines = ["Hello world, hello tokenizers", "wörld of wörds; Привет мир"] * 4
+    calls = count_core_calls(monkeypatch)
     fast = train(lines, 40)
+    assert calls["train_unigram"] == 1
     import tinyllm._native
 
-    monkeypatch.setattr(tinyllm._native, "core", None)
+    monkeypatch.setattr(tinyllm._native, "core", None)  # the reference: no core to call
     slow = train(lines, 40)
     assert fast.model == slow.model
     fast_report, slow_report = dict(fast.report), dict(slow.report)
@@ -194,7 +193,6 @@ def test_empty_corpus_is_an_error():
 # -- Hugging Face and tinyllm loading ----------------------------------------------------------
 
 def test_saved_tokenizer_loads_in_hugging_face_and_in_tinyllm(tmp_path):
-    tokenizers = pytest.importorskip("tokenizers")
     lines = shared_lines(600)
     train_lines, held_out = lines[::2], lines[1::2]
     tok = UnigramTokenizer.train(train_lines, 6000, special_tokens=("<unk>", "<s>", "</s>"))

@@ -31,6 +31,7 @@ start of the last assistant message's content.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
@@ -313,7 +314,7 @@ def _encode_by_bytes(tok, text: str, base: int, spans):
         width = len(ch.encode("utf-8", "surrogatepass"))
         char_at[k:k + width] = [c] * width
         k += width
-    return [(i, _owner_at(spans, base + char_at[s])) for i, s in zip(ids, starts)]
+    return [(i, _owner_at(spans, base + char_at[s])) for i, s in zip(ids, starts, strict=True)]
 
 
 def _encode_stretch(tok, text: str, base: int, spans) -> list[tuple[int, Any]]:
@@ -327,11 +328,11 @@ def _encode_stretch(tok, text: str, base: int, spans) -> list[tuple[int, Any]]:
     if structured is None:
         # Tokenizers without offsets: encode each owner's run on its own.
         out, cut = [], sorted({0, len(text), *(max(0, min(len(text), p - base)) for s in spans for p in s[:2])})
-        for a, b in zip(cut, cut[1:]):
+        for a, b in itertools.pairwise(cut):
             out += [(i, _owner_at(spans, base + a)) for i in tok.encode(text[a:b])]
         return out
     encoded = structured(text, offset_coordinate="raw_codepoints")
-    return [(i, _owner_at(spans, base + start)) for i, (start, _) in zip(encoded.ids, encoded.offsets)]
+    return [(i, _owner_at(spans, base + start)) for i, (start, _) in zip(encoded.ids, encoded.offsets, strict=True)]
 
 
 def apply_chat_template(model, messages, *, add_generation_prompt: bool = False, continue_final_message: bool = False,
@@ -432,6 +433,7 @@ def check_prefix_stable(turns, model=None, *, chat_template: Optional[str] = Non
     breaks = []
     for k in range(1, len(compiled)):
         before, now = compiled[k - 1], compiled[k]
+        # The common prefix: zip stops at the shorter list on purpose (no strict=True here).
         n = next((p for p, (a, b) in enumerate(zip(before, now)) if a != b), min(len(before), len(now)))
         if n < len(before):
             breaks.append(PrefixBreak(k, n))

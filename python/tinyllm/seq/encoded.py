@@ -1,92 +1,9 @@
-"""`EncodedSequence`: ids that keep their metadata.
+"""`EncodedSequence` and its coordinates, where sequence code has always imported them from.
 
-Plain `decode` cannot tell which ids a template inserted or where a token came from in the source.
-An `EncodedSequence` carries, per id: its token string (`pieces`), whether it is a special token
-(`special_tokens_mask`), and its `(start, end)` span in the source text. The unit of the spans is
-declared in `offset_coordinate`:
-
-* `raw_codepoints` (default): indices into the Python `str` that was encoded;
-* `raw_utf8_bytes`: indices into its UTF-8 bytes.
-
-Inserted specials (from `add_special`) have the empty span `(0, 0)`. A byte-level token that
-holds only part of a character spans that whole character in `raw_codepoints`, and exactly its own
-bytes in `raw_utf8_bytes`. For a pair of texts (`encode_pair`), each span indexes its own text and
-`sequence_ids` says which text that is.
-
->>> e = EncodedSequence([7, 8], ["he", "llo"], [False, False], [(0, 2), (2, 5)])
->>> len(e), e.offset_coordinate
-(2, 'raw_codepoints')
+The class lives in `tinyllm.tok.encoded`, beside the tokenizers that produce it, so that the
+token layer never imports the sequence layer above it.
 """
 
-from __future__ import annotations
+from tinyllm.tok.encoded import COORDINATES, EncodedSequence
 
-from dataclasses import dataclass
-from typing import Literal, Optional
-
-OffsetCoordinate = Literal["raw_codepoints", "raw_utf8_bytes"]
-COORDINATES = ("raw_codepoints", "raw_utf8_bytes")
-
-
-@dataclass(frozen=True)
-class EncodedSequence:
-    ids: list[int]
-    pieces: list[str]
-    special_tokens_mask: list[bool]
-    offsets: list[tuple[int, int]]
-    offset_coordinate: OffsetCoordinate = "raw_codepoints"
-    #: Per id: the segment type the model sees (BERT's token_type_ids); all 0 for one text.
-    type_ids: Optional[list[int]] = None
-    #: Per id: 0 for the first text, 1 for the second of a pair, None for inserted specials.
-    sequence_ids: Optional[list[Optional[int]]] = None
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def __post_init__(self) -> None:
-        n = len(self.ids)
-        if not (len(self.pieces) == len(self.special_tokens_mask) == len(self.offsets) == n):
-            raise ValueError("EncodedSequence: ids, pieces, special_tokens_mask and offsets differ in length")
-        for name in ("type_ids", "sequence_ids"):
-            value = getattr(self, name)
-            if value is not None and len(value) != n:
-                raise ValueError(f"EncodedSequence: {name} has {len(value)} entries, expected {n}")
-        if self.offset_coordinate not in COORDINATES:
-            raise ValueError(
-                f"EncodedSequence: offset_coordinate = {self.offset_coordinate!r}; expected one of {', '.join(COORDINATES)}"
-            )
-
-    def validate(self, vocab_size: int, source_length: Optional[int] = None) -> "EncodedSequence":
-        """Check the sequence against a vocabulary (and, if given, the source's length in the
-        offset unit); return it unchanged or raise ValueError naming the first bad entry.
-
-        >>> EncodedSequence([7, 8], ["he", "llo"], [False, False], [(0, 2), (2, 5)]).validate(9, 5).ids
-        [7, 8]
-        >>> EncodedSequence([7, 9], ["he", "llo"], [False, False], [(0, 2), (2, 5)]).validate(9)
-        Traceback (most recent call last):
-        ...
-        ValueError: EncodedSequence.ids[1]: 9 is outside the vocabulary (expected 0 <= id < 9)
-        """
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"validate: vocab_size must be an integer >= 1, found {vocab_size!r}")
-        for k, i in enumerate(self.ids):
-            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab_size:
-                raise ValueError(f"EncodedSequence.ids[{k}]: {i!r} is outside the vocabulary "
-                                 f"(expected 0 <= id < {vocab_size})")
-        for k, flag in enumerate(self.special_tokens_mask):
-            if not isinstance(flag, (bool, int)) or flag not in (0, 1):
-                raise ValueError(f"EncodedSequence.special_tokens_mask[{k}]: expected a bool, found {flag!r}")
-        for k, span in enumerate(self.offsets):
-            ok = isinstance(span, (tuple, list)) and len(span) == 2 and all(
-                isinstance(x, int) and not isinstance(x, bool) for x in span)
-            if not ok or not 0 <= span[0] <= span[1]:
-                raise ValueError(f"EncodedSequence.offsets[{k}]: expected (start, end) with 0 <= start <= end, "
-                                 f"found {span!r}")
-            if source_length is not None and span[1] > source_length:
-                raise ValueError(f"EncodedSequence.offsets[{k}]: {span!r} ends past the source "
-                                 f"({source_length} {self.offset_coordinate})")
-        for name, allowed in (("type_ids", None), ("sequence_ids", (0, 1, None))):
-            for k, v in enumerate(getattr(self, name) or ()):
-                bad = (v not in allowed) if allowed else (isinstance(v, bool) or not isinstance(v, int) or v < 0)
-                if bad:
-                    raise ValueError(f"EncodedSequence.{name}[{k}]: unexpected value {v!r}")
-        return self
+__all__ = ["COORDINATES", "EncodedSequence"]

@@ -237,7 +237,7 @@ class OutputStream:
         """(byte position, stop) of the earliest-starting stop string in the pending bytes; at one
         position, the stop listed first."""
         best = None
-        for stop, raw in zip(self.policy.text_stop_strings, self._stops):
+        for stop, raw in zip(self.policy.text_stop_strings, self._stops, strict=True):
             at = self._pending.find(raw)
             if at >= 0 and (best is None or at < best[0]):
                 best = (at, stop)

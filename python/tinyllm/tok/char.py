@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tinyllm._io import atomic_write_text, read_json_file
+from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, split_on_specials
 from tinyllm.tok.text.clean import clean_text, require_str
@@ -215,8 +216,11 @@ class CharTokenizer(TokenizerBase):
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "CharTokenizer":
+        """Read a tinyllm_char.json: its JSON Schema (tokenizer-char.schema.json) first, then the
+        rules a schema cannot express; ValueError names the file and the JSON path."""
         doc = read_json_file(path)
         source = str(path)
+        schemas.validate(doc, "tokenizer-char", source)
         vocab, roles = validate_char_document(doc, source)
         return cls(vocab, roles)
 
@@ -232,6 +236,4 @@ class CharTokenizer(TokenizerBase):
 
 def json_schema() -> dict:
     """The JSON Schema of tinyllm_char.json shipped with the package."""
-    from importlib.resources import files
-
-    return json.loads(files("tinyllm.tok").joinpath("schemas/tokenizer-char.schema.json").read_text("utf-8"))
+    return schemas.schema("tokenizer-char")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from tinyllm._io import read_json_file
+from tinyllm.tok.formats.schema_check import show
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
@@ -104,18 +105,17 @@ def _load_model_dir(directory: Path) -> Tokenizer:
     if not config_path.is_file():
         return _load_file_in_dir(directory)
     config = read_json_file(config_path)
+    expected = "one of " + ", ".join(show(kind) for kind in TL_TOKENIZER_KINDS)
     if not isinstance(config, dict):
-        raise ValueError(f"{config_path}: expected a JSON object")
+        raise ValueError(f"{config_path}: expected a JSON object with tl_tokenizer, found {show(config)}")
     if "tl_tokenizer" not in config:
-        raise ValueError(f"{config_path}: tl_tokenizer: missing; expected one of {', '.join(TL_TOKENIZER_KINDS)}")
+        raise ValueError(f"{config_path}: tl_tokenizer: missing; expected {expected}")
     kind = config["tl_tokenizer"]
     if kind == "bytes":
         return ByteTokenizer()
     if kind == "file":
         return _load_file_in_dir(directory)
-    raise ValueError(
-        f"{config_path}: tl_tokenizer: found {kind!r}, expected one of {', '.join(TL_TOKENIZER_KINDS)}"
-    )
+    raise ValueError(f"{config_path}: tl_tokenizer: found {show(kind)}, expected {expected}")
 
 
 def load(path_or_name: str | os.PathLike) -> Tokenizer:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from tinyllm._io import atomic_write_text
-from tinyllm.seq.encoded import COORDINATES, EncodedSequence
+from tinyllm.tok.encoded import COORDINATES, EncodedSequence
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids

@@ -21,6 +21,7 @@ the trainer as text).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from typing import Iterable, Sequence
@@ -69,7 +70,7 @@ def count_pretokens(texts: Iterable[str], pattern: str = "gpt2", specials: Seque
 def _pair_counts(units: Sequence[Unit]) -> Counter:
     counts: Counter = Counter()
     for symbols, freq in units:
-        for pair in zip(symbols, symbols[1:]):
+        for pair in itertools.pairwise(symbols):
             counts[pair] += freq
     return counts
 

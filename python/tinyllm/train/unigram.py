@@ -2,7 +2,7 @@
 
 The trainer sees the corpus as distinct words with counts (Metaspace pre-tokens such as
 `▁hello`), sorted by code point. It proceeds in eight steps; the Rust fast path
-(`src/unigram_train.rs`) performs the same integer and float operations in the same order, so
+(`src/train/unigram.rs`) performs the same integer and float operations in the same order, so
 both return the same pieces and the same scores, bit for bit.
 
 1. Required characters: characters by (-count, char); the shortest prefix whose cumulative count
@@ -284,7 +284,7 @@ def maximize(pieces: Sequence[str], acc: Sequence[int], required: set, rule: str
     sentencepiece's digamma(c) - digamma(sum c))."""
     kept: list[str] = []
     expected: list[float] = []
-    for piece, q in zip(pieces, acc):
+    for piece, q in zip(pieces, acc, strict=True):
         e = float(q) / SCALE
         if piece in required:
             e = max(e, 0.5)
@@ -379,7 +379,7 @@ def train_unigram_reference(words: Iterable[Word], target: int, *, character_cov
         pieces, scores = kept, kept_scores
     if progress:
         print(file=sys.stderr)
-    ranked = sorted(zip(pieces, scores), key=lambda item: (-item[1], item[0]))
+    ranked = sorted(zip(pieces, scores, strict=True), key=lambda item: (-item[1], item[0]))
     room = target - len(required)
     final = []
     for piece, score in ranked:

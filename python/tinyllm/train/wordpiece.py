@@ -31,12 +31,13 @@ gives 2/10 = 0.2: a tie, won by the larger f(xy), so "ab" comes first.
 >>> report["merges"], report["stop_reason"]
 (2, 'no_pairs')
 
-`tinyllm._core.train_wordpiece` (src/wordpiece_train.rs) is the incremental fast path; the tests
+`tinyllm._core.train_wordpiece` (src/train/wordpiece.rs) is the incremental fast path; the tests
 prove that it returns exactly the same tokens and report.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Optional, Sequence
 
@@ -138,7 +139,7 @@ def train_wordpiece_reference(words: Sequence[tuple[str, int]], vocab_size: int,
         for symbols, count in units:
             for s in symbols:
                 symbol_count[s] += count
-            for pair in zip(symbols, symbols[1:]):
+            for pair in itertools.pairwise(symbols):
                 pair_count[pair] += count
         if not pair_count:
             stop = "no_pairs"

@@ -22,10 +22,10 @@ def _assert_same(name, texts):
     ref, tok = hf(name), ours(name)
     theirs = [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
     mine = tok.encode_batch(texts, allowed_special="all")
-    for text, a, b in zip(texts, mine, theirs):
+    for text, a, b in zip(texts, mine, theirs, strict=True):
         assert a == b, f"{name}: ids differ for {text!r}"
     decoded = ref.decode_batch(theirs, skip_special_tokens=False)
-    for text, a, d in zip(texts, mine, decoded):
+    for text, a, d in zip(texts, mine, decoded, strict=True):
         assert tok.decode(a) == d, f"{name}: decode differs for {text!r}"
 
 
@@ -75,12 +75,10 @@ def test_worked_examples():
 
 
 def test_legacy_gpt2_file_without_model_type_loads_and_matches(tmp_path):
-    from tests.peers import SHARED
+    from tests.peers import SHARED, require_shared
     from tinyllm.tok import load
 
-    path = SHARED / "tokenizers" / "gpt2" / "legacy-2020" / "tokenizer.json"
-    if not path.is_file():
-        pytest.skip(f"{path} is not available")
+    path = require_shared(SHARED / "tokenizers" / "gpt2" / "legacy-2020" / "tokenizer.json")
     legacy = load(path)
     texts = fixture_lines()[:300] + stress_strings(500)
     assert legacy.encode_batch(texts) == ours("gpt2").encode_batch(texts)

@@ -91,7 +91,7 @@ def test_byte_offsets_slice_back_to_each_token_exactly(text):
     enc = tok.encode_structured(text, offset_coordinate="raw_utf8_bytes")
     raw = text.encode("utf-8")
     assert enc.offset_coordinate == "raw_utf8_bytes"
-    for i, (s, e) in zip(enc.ids, enc.offsets):
+    for i, (s, e) in zip(enc.ids, enc.offsets, strict=True):
         assert raw[s:e] == tok.token_bytes(i)
 
 
@@ -100,7 +100,7 @@ def test_codepoint_offsets_cover_each_token(text):
     tok = ours("gpt2")
     enc = tok.encode_structured(text)
     previous_end = 0
-    for i, (s, e) in zip(enc.ids, enc.offsets):
+    for i, (s, e) in zip(enc.ids, enc.offsets, strict=True):
         assert tok.token_bytes(i) in text[s:e].encode("utf-8")  # a split character spans whole
         assert s >= previous_end - 1 and e > s
         previous_end = e

@@ -1,4 +1,7 @@
-"""The Rust fast path equals the pure-Python reference: pre-tokenizers, merges, whole pipelines."""
+"""The Rust fast path equals the pure-Python reference: pre-tokenizers, merges, whole pipelines.
+
+The pre-tokenizer tests call `tinyllm._core.pre_tokenize` directly; the pipeline tests check that
+one tokenizer holds a `tinyllm._core.BpeEngine` and the other none (`use_reference()`)."""
 
 import json
 
@@ -9,9 +12,8 @@ from hypothesis import strategies as st
 from tests.peers import fixture_lines, ours, ours_reference
 from tests.strategies import known_to_both, texts
 from tinyllm.tok.stages import pre_tokenizers as pt
+from tests.support.rust import assert_fast, assert_reference, core, needs_rust
 from tests.support.stress import CONTRACTIONS, DIGITS, EMOJI, LETTERS, MARKS, NOT_WHITESPACE, PUNCT, WHITESPACE, stress_strings
-
-core = pytest.importorskip("tinyllm._core")
 
 trap_text = st.lists(
     st.sampled_from(WHITESPACE + NOT_WHITESPACE + CONTRACTIONS + MARKS + EMOJI + DIGITS + LETTERS + PUNCT),
@@ -39,6 +41,7 @@ def reference_pieces(pre, text):
     return [p[0].encode("utf-8") for p in pre.pre_tokenize(text)]
 
 
+@needs_rust
 @pytest.mark.parametrize("name", sorted(PRE_TOKENIZERS))
 @given(text=any_text)
 def test_rust_pre_tokenizer_equals_reference(name, text):
@@ -46,6 +49,7 @@ def test_rust_pre_tokenizer_equals_reference(name, text):
     assert core.pre_tokenize(json.dumps(pre.to_json()), text) == reference_pieces(pre, text)
 
 
+@needs_rust
 def test_rust_pre_tokenizer_equals_reference_on_stress_and_code():
     for name, pre in PRE_TOKENIZERS.items():
         spec = json.dumps(pre.to_json())
@@ -53,6 +57,7 @@ def test_rust_pre_tokenizer_equals_reference_on_stress_and_code():
             assert core.pre_tokenize(spec, text) == reference_pieces(pre, text), (name, text)
 
 
+@needs_rust
 def test_every_bmp_code_point_splits_like_hugging_face():
     """The scanner's character classes against the oracle, code point by code point.
 
@@ -72,19 +77,27 @@ def test_every_bmp_code_point_splits_like_hugging_face():
         assert [token_string(b) for b in core.pre_tokenize(spec, joined)] == expected, template
 
 
+def fast_and_reference(name):
+    fast, ref = ours(name), ours_reference(name)
+    assert_fast(fast)
+    assert_reference(ref)
+    return fast, ref
+
+
+@needs_rust
 @pytest.mark.parametrize("name", ["gpt2", "smollm2", "gpt-4o-o200k"])
 @settings(max_examples=150)
 @given(text=any_text)
 def test_fast_encode_equals_reference(name, text):
-    fast, ref = ours(name), ours_reference(name)
-    assert fast.uses_fast_path and not ref.uses_fast_path
+    fast, ref = fast_and_reference(name)
     assert fast.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
     assert fast.encode(text) == ref.encode(text)
 
 
+@needs_rust
 @pytest.mark.parametrize("name", ["gpt2", "smollm2"])
 def test_fast_encode_equals_reference_on_stress_strings(name):
-    fast, ref = ours(name), ours_reference(name)
+    fast, ref = fast_and_reference(name)
     strings = stress_strings(1000, seed=1)
     assert fast.encode_batch(strings, allowed_special="all") == [ref.encode(s, allowed_special="all") for s in strings]
 
@@ -97,21 +110,25 @@ def test_batch_equals_sequential_whatever_the_order():
     assert tok.encode_batch(list(reversed(lines))) == list(reversed(batch))
 
 
+@needs_rust
 def test_long_inputs_equal_reference():
-    fast, ref = ours("gpt2"), ours_reference("gpt2")
+    fast, ref = fast_and_reference("gpt2")
     for text in ["a" * 1500, "ab" * 800, " " * 3000 + "x", "日本語" * 300, "\u0301" * 2000]:
         assert fast.encode(text) == ref.encode(text)
 
 
+@needs_rust  # the reference's `regex` backtracks on these runs: minutes, not milliseconds
 def test_long_whitespace_runs_with_the_o200k_lookahead_pattern():
     """o200k's `\\s+(?!\\S)` runs without a backtracking engine, so long runs neither fail nor crawl."""
     from tests.peers import hf
 
     tok = ours("gpt-4o-o200k")
+    assert_fast(tok)
     for text in [" " * 200_000 + "x", "\n" * 100_000 + "x", " \t" * 50_000 + "y", "x  \n  y\t\t z", "  \u00a0x"]:
         assert tok.encode(text) == hf("gpt-4o-o200k").encode(text).ids
 
 
+@needs_rust
 def test_lookahead_emulation_equals_the_reference_regex():
     split = pt.Split(pt_o200k_pattern(), True, "Removed", invert=True)
     pre = pt.Sequence([split, pt.ByteLevel(add_prefix_space=False, use_regex=False)])

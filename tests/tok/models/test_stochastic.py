@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.peers import fixture_lines, ours, ours_reference
 from tests.strategies import known_to_both
+from tests.support.rust import assert_fast, assert_reference, count_engine_calls, needs_rust
 from tinyllm.tok.models.bpe import BPEModel
 from tinyllm.tok.models.stochastic import SplitMix64
 from tinyllm.tok.models.stochastic import segmentation_key
@@ -77,20 +78,27 @@ def test_dropout_is_replayable_and_keyed(gpt2):
     assert {s: gpt2.encode(t, dropout=0.3, seed=5, sample_id=s) for s, t in jobs} == first
 
 
+@needs_rust
 @settings(max_examples=120, deadline=None)
 @given(texts, st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0]), st.integers(0, 2**64 - 1), st.integers(0, 3))
 def test_dropout_rust_equals_reference(gpt2, gpt2_reference, text, p, seed, sample_id):
-    assert gpt2.uses_fast_path
+    assert_fast(gpt2)  # encode(dropout=...) runs BpeEngine.encode_dropout
+    assert_reference(gpt2_reference)
     fast = gpt2.encode(text, dropout=p, seed=seed, sample_id=sample_id)
     assert fast == gpt2_reference.encode(text, dropout=p, seed=seed, sample_id=sample_id)
 
 
-def test_dropout_rust_equals_reference_on_real_text_with_specials():
+@needs_rust
+def test_dropout_rust_equals_reference_on_real_text_with_specials(monkeypatch):
     tok, ref = ours("smollm2"), ours_reference("smollm2")
-    for k, line in enumerate(fixture_lines()[:300]):
+    assert_reference(ref)
+    calls = count_engine_calls(monkeypatch, tok)
+    lines = fixture_lines()[:300]
+    for k, line in enumerate(lines):
         text = line + "<|im_end|>" + line[:20]
         args = dict(dropout=0.25, seed=k, allowed_special="all")
         assert tok.encode(text, **args) == ref.encode(text, **args)
+    assert calls == {"encode_dropout": len(lines)}
 
 
 def test_parameter_errors_are_named(gpt2):
@@ -115,13 +123,27 @@ def rut5():
     return ours("rut5-base")
 
 
+@needs_rust
 @settings(max_examples=60, deadline=None)
 @given(texts, st.sampled_from([0.05, 0.5, 1.0, 3.0]), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
 def test_unigram_sampling_rust_equals_reference(rut5, text, alpha, seed, sample_id):
     ref = ours_reference("rut5-base")
-    assert rut5.uses_fast_path
+    assert_fast(rut5)  # encode(sample=True) runs TextEngine.encode_sample
+    assert_reference(ref)
     args = dict(sample=True, alpha=alpha, seed=seed, sample_id=sample_id)
     assert rut5.encode(text, **args) == ref.encode(text, **args)
+
+
+@needs_rust
+def test_unigram_sampling_runs_in_the_rust_engine(monkeypatch):
+    tok, ref = ours("rut5-base"), ours_reference("rut5-base")
+    assert_reference(ref)
+    calls = count_engine_calls(monkeypatch, tok)
+    lines = [line for line in fixture_lines()[:200] if line.strip()]
+    for k, line in enumerate(lines):
+        args = dict(sample=True, alpha=0.2, seed=k, sample_id=k)
+        assert tok.encode(line, **args) == ref.encode(line, **args)
+    assert calls == {"encode_sample": len(lines)}
 
 
 def test_unigram_sampling_limits_and_keys(rut5):

@@ -1,15 +1,19 @@
 """The Unigram model: the seed's worked examples, Hugging Face parity, n-best order, sampling."""
 
 import doctest
+import itertools
 import json
 import math
 from fractions import Fraction
 
 import pytest
+import tokenizers
+import tokenizers.models
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.peers import shared_corpus_lines, tokenizer_path
+from tests.support.rust import core, needs_rust
 from tinyllm.tok.models import unigram as unigram_module
 from tinyllm.tok.models.stochastic import SplitMix64
 from tinyllm.tok.models.unigram import UNK_PENALTY, UnigramModel
@@ -33,8 +37,7 @@ def ids(tokens):
 
 
 def hf_unigram(pieces, unk_id):
-    models = pytest.importorskip("tokenizers.models")
-    return models.Unigram([(p, s) for p, s in pieces], unk_id, False)
+    return tokenizers.models.Unigram([(p, s) for p, s in pieces], unk_id, False)
 
 
 def hf_tokens(model, word):
@@ -128,6 +131,7 @@ def test_the_empty_word_has_no_tokens_and_one_empty_segmentation():
     ([("a", math.inf)], None, r"model\.vocab\[0\]: the score of 'a' must be a finite number"),
     ([("a", "1")], None, r"model\.vocab\[0\]: the score of 'a' must be a finite number, found '1'"),
     ([("a", True)], None, r"model\.vocab\[0\]: the score of 'a' must be a finite number, found True"),
+    ([("a", 10**400)], None, r"model\.vocab\[0\]: the score of 'a' must be a finite number, found 1000"),
     ([("a", 0.0), ("b", 0.0), ("a", -1.0)], None, r"model\.vocab\[2\]: piece 'a' duplicates model\.vocab\[0\]"),
     ([("a", 0.0)], 1, r"model\.unk_id: 1 is out of range for 1 pieces"),
     ([("a", 0.0)], -1, r"model\.unk_id: -1 is out of range for 1 pieces"),
@@ -144,7 +148,6 @@ def test_byte_fallback_is_rejected():
 
 
 def test_to_json_is_hf_model_json_and_round_trips():
-    tokenizers = pytest.importorskip("tokenizers")
     model = UnigramModel([("<unk>", 0.0), ("▁a", -1.5), ("b", -2)], unk_id=0)
     doc = model.to_json()
     assert doc == {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["▁a", -1.5], ["b", -2.0]],
@@ -199,7 +202,6 @@ def test_tokens_equal_hf_unigram_on_random_vocabularies(vocab, words):
 
 
 def test_ids_equal_hf_on_rut5_pieces_of_the_shared_corpora():
-    tokenizers = pytest.importorskip("tokenizers")
     path = tokenizer_path("rut5-base")
     doc = json.loads(path.read_text(encoding="utf-8"))
     model = UnigramModel(doc["model"]["vocab"], doc["model"]["unk_id"])
@@ -226,7 +228,7 @@ def test_rut5_unknown_scripts_fuse_into_pad_id_zero():
 def test_nbest_lists_the_six_abab_paths_with_the_seed_probabilities():
     best = abab_model().nbest("abab", 10)
     assert [path for path, _ in best] == [path for path, _ in ABAB_PATHS]
-    for (_, score), (_, exact) in zip(best, ABAB_PATHS):
+    for (_, score), (_, exact) in zip(best, ABAB_PATHS, strict=True):
         assert math.exp(score) == pytest.approx(float(exact), rel=1e-12)
     assert sum(Fraction(p) for _, p in ABAB_PATHS) == Fraction(1329, 6400)  # the seed's marginal
 
@@ -318,7 +320,7 @@ def test_sample_frequencies_follow_the_tempered_path_distribution(alpha, seed):
     rng = SplitMix64(seed)
     for _ in range(draws):
         observed[index[tuple(ids(model.sample("abab", alpha, rng)))]] += 1
-    chi2 = sum((o - e) ** 2 / e for o, e in zip(observed, expected))
+    chi2 = sum((o - e) ** 2 / e for o, e in zip(observed, expected, strict=True))
     assert chi2 < CHI2_DF5_P001, (observed, expected)
 
 
@@ -329,7 +331,7 @@ def test_samples_are_segmentations_and_replay(vocab, word, alpha, seed):
     model = UnigramModel(*vocab)
     tokens = model.sample(word, alpha, seed)
     assert "".join(word[s:e] for _, s, e in tokens) == word
-    assert all(e2 == s1 for (_, _, e2), (_, s1, _) in zip(tokens, tokens[1:]))
+    assert all(e2 == s1 for (_, _, e2), (_, s1, _) in itertools.pairwise(tokens))
     assert tokens == model.sample(word, alpha, seed)
     assert ids(tokens) in [path for path, _ in model.nbest(word, 10_000)]
 
@@ -352,17 +354,14 @@ def test_nbest_scores_are_left_to_right_sums_over_every_segmentation(parts):
         assert score == total
 
 
+@needs_rust
 @settings(max_examples=300, deadline=None)
 @given(vocabularies(with_unk=True), st.text(ALPHABET + "x", max_size=12),
        st.floats(0.05, 4.0), st.integers(0, 2**64 - 1))
 def test_rust_model_equals_the_reference(vocab, word, alpha, seed):
-    from tinyllm._native import core
-
-    if core is None:
-        pytest.skip("the compiled core is not available")
     pieces, unk_id = vocab
-    ref = UnigramModel(pieces, unk_id)
-    fast = core.UnigramModel(pieces, unk_id)
+    ref = UnigramModel(pieces, unk_id)  # the readable reference (tinyllm.tok.models.unigram)
+    fast = core.UnigramModel(pieces, unk_id)  # the Rust model, called directly
     assert fast.encode(word) == ids(ref.tokenize(word))
     assert fast.nbest(word, 5) == ref.nbest(word, 5)
     assert fast.sample(word, alpha, seed) == ids(ref.sample(word, alpha, seed))

@@ -76,7 +76,7 @@ def test_float_trainer_e_step_and_removal_agree_with_exact_arithmetic():
     pieces = list(TABLE)
     model = Model(pieces, [math.log(TABLE[p]) for p in pieces])
     acc, objective = e_step([("abab", 1)], model)
-    expected = {p: q / SCALE for p, q in zip(pieces, acc)}
+    expected = {p: q / SCALE for p, q in zip(pieces, acc, strict=True)}
     exact = ex.expected_counts("abab", TABLE)
     for p in pieces:
         assert math.isclose(expected[p], float(exact[p]), abs_tol=1e-8)

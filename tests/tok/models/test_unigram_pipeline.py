@@ -4,23 +4,28 @@ agrees where Hugging Face does, sampling is reproducible, and the Rust engine eq
 import json
 
 import pytest
+import sentencepiece
+import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.peers import SHARED, assert_same_as_hf, hf_plain, ours, ours_reference, shared_corpus_lines, tokenizer_path
+from tests.peers import (SHARED, assert_same_as_hf, hf_plain, ours, ours_reference, require_shared, shared_corpus_lines,
+                         tokenizer_path)
+from tests.support.rust import PURE_PYTHON, assert_fast, assert_reference, needs_rust
 from tinyllm.tok import IncrementalDecoder, UnigramTokenizer, load
 from tests.support.stress import stress_strings
 
 NAME = "rut5-base"
 
 
-def test_rut5_loads_as_unigram_with_the_fast_path():
+def test_rut5_loads_as_unigram_with_the_fast_path_unless_pure_python():
     tok = ours(NAME)
     assert isinstance(tok, UnigramTokenizer)
-    assert tok.uses_fast_path
+    if PURE_PYTHON:
+        assert_reference(tok)
+    else:
+        assert_fast(tok)
     assert tok.vocab_size == 32100
-
-
 
 
 @pytest.mark.parametrize("add_special", [False, True])
@@ -48,11 +53,12 @@ def test_pairs_equal_hf():
 
 
 def test_sentencepiece_agrees_where_hf_does():
-    spm = pytest.importorskip("sentencepiece")
-    model = SHARED / "tokenizers" / NAME / "spiece.model"
-    if not model.is_file():
-        pytest.skip(f"{model} is not available")
-    sp = spm.SentencePieceProcessor(model_file=str(model))
+    """Only the lines where sentencepiece and HF give the same ids are a reference here: on the
+    others they disagree (rut5's tokenizer.json says unk_id 0, spiece.model 1; whitespace), and
+    there tinyllm follows HF (tested above). This samples every 13th non-blank line of the
+    corpora, without its trailing newline (15,665 lines; the two agree on 8,799)."""
+    model = require_shared(SHARED / "tokenizers" / NAME / "spiece.model")
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(model))
     ref, tok = hf_plain(NAME), ours(NAME)
     lines = [line.rstrip("\n") for line in shared_corpus_lines(every=13) if line.strip()]
     compared = 0
@@ -88,15 +94,17 @@ def test_sampling_is_reproducible_and_varies():
         tok.encode(text, sample=True, seed=-1)
 
 
+@needs_rust
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=60))
 def test_rust_equals_reference(text):
     fast, ref = ours(NAME), ours_reference(NAME)
+    assert_fast(fast)
+    assert_reference(ref)
     assert fast.encode(text, True, allowed_special="all") == ref.encode(text, True, allowed_special="all")
 
 
 def test_save_then_hf_load_gives_equal_ids(tmp_path):
-    tokenizers = pytest.importorskip("tokenizers")
     tok = ours(NAME)
     tok.save(tmp_path)
     reloaded = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
@@ -122,7 +130,6 @@ def test_loader_rejections(path, value, message):
 
 
 def test_prepend_scheme_first_equals_hf_after_added_tokens():
-    tokenizers = pytest.importorskip("tokenizers")
     from tinyllm.tok.load import tokenizer_from_document
 
     doc = json.loads(tokenizer_path(NAME).read_text(encoding="utf-8"))
@@ -141,5 +148,5 @@ def test_offsets_through_strip_and_replace_point_at_the_source():
     enc = tok.encode_structured(text)
     ref = hf_plain(NAME).encode(text, add_special_tokens=False)
     assert enc.ids == ref.ids
-    for (s, e), piece in zip(enc.offsets, enc.pieces):
+    for (s, e), piece in zip(enc.offsets, enc.pieces, strict=True):
         assert text[s:e].strip() == piece.replace("▁", " ").strip()

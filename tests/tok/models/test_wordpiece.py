@@ -3,11 +3,13 @@
 import json
 
 import pytest
+import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.peers import (assert_same_as_hf, fixture_lines, hf_plain, ours, ours_reference, shared_corpus_lines,
                          tokenizer_path)
+from tests.support.rust import PURE_PYTHON, assert_fast, assert_reference, needs_rust
 from tinyllm.tok import IncrementalDecoder, WordPieceTokenizer, load
 from tests.support.stress import stress_strings
 
@@ -33,13 +35,15 @@ def seed_tokenizer(lowercase: bool) -> WordPieceTokenizer:
     return tokenizer_from_document(doc)
 
 
-@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("fast", [pytest.param(True, marks=needs_rust), False])
 def test_seed_examples(fast):
     cased = seed_tokenizer(lowercase=False)
     uncased = seed_tokenizer(lowercase=True)
-    if not fast:
-        cased.use_reference()
-        uncased.use_reference()
+    for tok in (cased, uncased):
+        if fast:
+            assert_fast(tok)
+        else:
+            assert_reference(tok.use_reference())
     assert cased.encode("unwanted") == [1, 2, 3]
     assert cased.encode("want") == [0]
     assert cased.encode("playingx") == [0]
@@ -48,13 +52,14 @@ def test_seed_examples(fast):
     assert cased.encode("unwanted, playing") == [1, 2, 3, 6, 5, 7]
 
 
-def test_bert_loads_as_wordpiece_with_the_fast_path():
+def test_bert_loads_as_wordpiece_with_the_fast_path_unless_pure_python():
     tok = ours("bert-base-uncased")
     assert isinstance(tok, WordPieceTokenizer)
-    assert tok.uses_fast_path
+    if PURE_PYTHON:
+        assert_reference(tok)
+    else:
+        assert_fast(tok)
     assert load(tokenizer_path("bert-base-uncased")).vocab_size == 30522
-
-
 
 
 @pytest.mark.parametrize("add_special", [False, True])
@@ -107,15 +112,17 @@ def test_stream_decode_equals_decode():
             assert "".join(d.push(i) for i in ids) + d.flush() == tok.decode(ids, skip_special=skip)
 
 
+@needs_rust
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=60))
 def test_rust_equals_reference(text):
     fast, ref = ours("bert-base-uncased"), ours_reference("bert-base-uncased")
+    assert_fast(fast)
+    assert_reference(ref)
     assert fast.encode(text, True, allowed_special="all") == ref.encode(text, True, allowed_special="all")
 
 
 def test_save_then_hf_load_gives_equal_ids(tmp_path):
-    tokenizers = pytest.importorskip("tokenizers")
     tok = ours("bert-base-uncased")
     tok.save(tmp_path)
     reloaded = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))

@@ -11,6 +11,7 @@ import itertools
 import json
 
 import pytest
+import tokenizers
 from hypothesis import given
 from hypothesis import strategies as st
 from tinyllm.tok.stages import bert_tables as tables
@@ -18,8 +19,8 @@ from tinyllm.tok.stages.bert import BertNormalizer, BertPreTokenizer, Whitespace
 
 from tests.peers import shared_corpus_lines, tokenizer_path
 from tests.strategies import script_chars
+from tests.support.rust import core, needs_rust
 
-tokenizers = pytest.importorskip("tokenizers")
 hf_normalizers = tokenizers.normalizers
 hf_pre_tokenizers = tokenizers.pre_tokenizers
 
@@ -208,25 +209,17 @@ def test_pre_tokenizer_json_is_hf_json():
 
 
 # ---------------------------------------------------------------------------------------------
-# The Rust fast path, once the PyO3 glue exposes it
+# The Rust fast path (tinyllm._core, called directly) against the Python stages above
 
 
-def _native(name):
-    from tinyllm import _core
-
-    function = getattr(_core, name, None)
-    if function is None:
-        pytest.skip(f"tinyllm._core.{name} is not built yet")
-    return function
-
-
+@needs_rust
 @given(text=unicode_text, flags=flag_sets)
 def test_rust_normalizer_equals_the_reference(text, flags):
-    native = _native("bert_normalize")
-    assert native(text, *flags) == BertNormalizer(*flags).normalize(text)
+    assert core.bert_normalize(text, *flags) == BertNormalizer(*flags).normalize(text)
 
 
+@needs_rust
 @given(text=unicode_text)
 def test_rust_pre_tokenizers_equal_the_reference(text):
-    assert _native("bert_pre_tokenize")(text) == [p for p, _, _ in BertPreTokenizer().split_piece(text)]
-    assert _native("whitespace_split")(text) == [p for p, _, _ in WhitespaceSplit().split_piece(text)]
+    assert core.bert_pre_tokenize(text) == [p for p, _, _ in BertPreTokenizer().split_piece(text)]
+    assert core.whitespace_split(text) == [p for p, _, _ in WhitespaceSplit().split_piece(text)]

@@ -10,6 +10,8 @@ import re
 import struct
 
 import pytest
+import tokenizers
+import tokenizers.normalizers as hf_normalizers
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,8 +21,7 @@ from tinyllm.tok.stages.normalizers import WHITE_SPACE, Replace, Sequence, Strip
 from tinyllm.tok.stages.precompiled import Precompiled, build_charsmap
 from tests.support.stress import stress_strings
 
-hf_normalizers = pytest.importorskip("tokenizers.normalizers")
-Regex = pytest.importorskip("tokenizers").Regex
+Regex = tokenizers.Regex
 
 NAME = "rut5-base"
 
@@ -47,7 +48,7 @@ def rut5_hf():
 
 @functools.cache
 def rut5_hf_tokenizer():
-    return pytest.importorskip("tokenizers").Tokenizer.from_file(str(tokenizer_path(NAME)))
+    return tokenizers.Tokenizer.from_file(str(tokenizer_path(NAME)))
 
 
 @functools.cache
@@ -58,7 +59,7 @@ def corpus_pairs() -> tuple[tuple[str, str], ...]:
 
 
 def assert_lines_equal(pairs, theirs):
-    bad = [(line, mine, other) for (line, mine), other in zip(pairs, theirs) if mine != other]
+    bad = [(line, mine, other) for (line, mine), other in zip(pairs, theirs, strict=True) if mine != other]
     assert not bad, f"{len(bad)} lines differ, first: {bad[0][0]!r}: ours {bad[0][1]!r}, HF {bad[0][2]!r}"
 
 

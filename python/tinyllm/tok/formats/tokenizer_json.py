@@ -4,7 +4,7 @@ The reader accepts the subset tinyllm implements exactly and rejects everything 
 ValueError that names the JSON path and the value, so a file never loads into a tokenizer that
 would give different ids than Hugging Face:
 
-    tokenizer.json: model.byte_fallback: true is not supported
+    tokenizer.json: model.byte_fallback: true is not supported; expected false
     tokenizer.json: model.merges[1207]: 'Ġth e' uses 'Ġth', which is not in model.vocab
 
 Accepted: normalizers null, NFC, NFKC, Lowercase, BertNormalizer, Precompiled, Replace, Strip,
@@ -12,16 +12,24 @@ Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex pattern, any 
 BertPreTokenizer, WhitespaceSplit, Metaspace and Sequence; the models BPE (with or without "type",
 merges as "a b" strings or [a, b] pairs), WordPiece and Unigram; post-processors null, ByteLevel,
 TemplateProcessing (single and pair); decoders null, ByteLevel, WordPiece and Metaspace.
-`truncation` and `padding` are ignored.
+`truncation` and `padding` are ignored. Token ids are integers in [0, 2**24).
+
+Order of checks: the document is first validated against the shipped JSON Schema
+(`tinyllm/tok/schemas/tokenizer-json.schema.json`, which states this subset), then this reader checks
+what a schema cannot express (merge parts in the vocabulary, distinct ids, added tokens consistent
+with the vocabulary, regexes that compile). The items of `model.vocab` and `model.merges` (hundreds
+of thousands in real files) are checked by the reader's own loops, with the schema's wording, since
+jsonschema would take seconds over them.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import os
 from typing import Any, NamedTuple, Optional
 
 from tinyllm._io import read_json_file
+from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.models.bpe import BPEModel
 from tinyllm.tok.models.unigram import UnigramModel
 from tinyllm.tok.models.wordpiece import WordPieceModel
@@ -37,11 +45,29 @@ BPE_KEYS = ("type", "dropout", "unk_token", "continuing_subword_prefix", "end_of
 WORDPIECE_KEYS = ("type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab")
 UNIGRAM_KEYS = ("type", "unk_id", "vocab", "byte_fallback")
 METASPACE_KEYS = ("type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep")
+SCHEMA = "tokenizer-json"
+#: Ids index dense tables, so they are bounded (the largest real vocabularies hold about 2**18).
+MAX_ID = 2**24 - 1
+#: The containers whose items the reader checks itself instead of through jsonschema.
+BIG = ("vocab", "merges")
+
+_show = schemas.show
 
 
-def _show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 80 else text[:77] + "..."
+def _is_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID
+
+
+def _schema_view(doc: Any) -> Any:
+    """`doc` with the big `model.vocab` / `model.merges` containers emptied (same JSON type)."""
+    model = doc.get("model") if isinstance(doc, dict) else None
+    if not isinstance(model, dict) or not any(isinstance(model.get(k), (dict, list)) for k in BIG):
+        return doc
+    light = dict(model)
+    for key in BIG:
+        if isinstance(light.get(key), (dict, list)):
+            light[key] = type(light[key])()
+    return {**doc, "model": light}
 
 
 class _Reader:
@@ -88,13 +114,20 @@ class _Reader:
         items = doc.get(key)
         if not isinstance(items, list):
             raise self.error(f"{path}.{key}", f"expected a list, found {_show(items)}")
-        return [parse(item, f"{path}.{key}[{k}]") for k, item in enumerate(items)]
+        out = []
+        for k, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise self.error(f"{path}.{key}[{k}]", f"expected an object, found {_show(item)}")
+            out.append(parse(item, f"{path}.{key}[{k}]"))
+        return out
 
     def type_of(self, obj: Any, path: str) -> str:
         if not isinstance(obj, dict):
             raise self.error(path, f"expected an object, found {_show(obj)}")
         if "type" not in obj:
             raise self.error(f"{path}.type", "missing")
+        if not isinstance(obj["type"], str):
+            raise self.error(f"{path}.type", f"expected a string, found {_show(obj['type'])}")
         return obj["type"]
 
     # -- stages -------------------------------------------------------------------------------
@@ -244,8 +277,8 @@ class _Reader:
             path = f"added_tokens[{k}]"
             self.object(item, path, ADDED_TOKEN_KEYS)
             token_id, content = item.get("id"), item.get("content")
-            if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**32:
-                raise self.error(f"{path}.id", f"expected an integer id in [0, 2**32), found {_show(token_id)}")
+            if not _is_id(token_id):
+                raise self.error(f"{path}.id", f"expected {schemas.expected(SCHEMA, 'token_id')}, found {_show(token_id)}")
             if not isinstance(content, str) or not content:
                 raise self.error(f"{path}.content", f"expected a non-empty string, found {_show(content)}")
             for flag in ("single_word", "lstrip", "rstrip"):
@@ -281,7 +314,7 @@ class _Reader:
             else:
                 parts = None
             if parts is None or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
-                raise self.error(f"{path}.merges[{k}]", f"expected \"left right\" or [left, right], found {_show(m)}")
+                raise self.error(f"{path}.merges[{k}]", f"expected {schemas.expected(SCHEMA, 'merge')}, found {_show(m)}")
             pairs.append((parts[0], parts[1]))
         try:
             return BPEModel(vocab, pairs, unk_token=unk, ignore_merges=ignore_merges, where=path)
@@ -292,6 +325,8 @@ class _Reader:
         if not isinstance(doc, dict):
             raise self.error("model", f"expected an object, found {_show(doc)}")
         kind = doc.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise self.error("model.type", f"expected a string, found {_show(kind)}")
         if kind == "BPE" or (kind is None and "merges" in doc):
             return self.bpe(doc, "model")
         if kind == "WordPiece" or (kind is None and "max_input_chars_per_word" in doc):
@@ -310,8 +345,9 @@ class _Reader:
             raise self.error(f"{path}.vocab", f"expected an object mapping tokens to ids, found {_show(vocab)}")
         owner: dict[int, str] = {}
         for token, i in vocab.items():
-            if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**32:
-                raise self.error(f"{path}.vocab[{_show(token)}]", f"expected an integer id in [0, 2**32), found {_show(i)}")
+            if not _is_id(i):
+                raise self.error(f"{path}.vocab[{_show(token)}]",
+                                 f"expected {schemas.expected(SCHEMA, 'token_id')}, found {_show(i)}")
             if i in owner:
                 raise self.error(f"{path}.vocab[{_show(token)}]", f"id {i} is already the id of {_show(owner[i])}")
             owner[i] = token
@@ -340,10 +376,17 @@ class _Reader:
             raise self.error(f"{path}.vocab", f"expected a list of [piece, score] pairs, found {_show(vocab)}")
         pieces = []
         for k, item in enumerate(vocab):
-            if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+            if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not item[0]
                     or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)):
-                raise self.error(f"{path}.vocab[{k}]", f"expected [piece, score], found {_show(item)}")
-            pieces.append((item[0], float(item[1])))
+                raise self.error(f"{path}.vocab[{k}]",
+                                 f"expected {schemas.expected(SCHEMA, 'unigram_piece')}, found {_show(item)}")
+            try:
+                score = float(item[1])
+            except OverflowError:
+                score = math.inf
+            if not math.isfinite(score):
+                raise self.error(f"{path}.vocab[{k}][1]", f"expected a finite number, found {_show(item[1])}")
+            pieces.append((item[0], score))
         unk_id = doc.get("unk_id")
         if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
             raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
@@ -373,6 +416,7 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
     """The components of a parsed tokenizer.json document; ValueError names the JSON path of
     anything outside the accepted subset."""
     r = _Reader(source)
+    schemas.validate(_schema_view(doc), SCHEMA, source)
     r.object(doc, "", TOP_LEVEL)
     if doc.get("version", "1.0") != "1.0":
         raise r.error("version", f"found {_show(doc['version'])}, expected \"1.0\"")
@@ -380,7 +424,17 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
         raise r.error("model", "missing")
     model = r.model(doc["model"])
     added = r.added_tokens(doc.get("added_tokens"))
+    first_of_id: dict[int, int] = {}
+    first_of_content: dict[str, int] = {}
     for k, token in enumerate(added):
+        j = first_of_id.setdefault(token.id, k)
+        if added[j].content != token.content:
+            raise r.error(f"added_tokens[{k}].id", f"{token.id} is already the id of added_tokens[{j}] "
+                                                   f"({_show(added[j].content)}); expected distinct ids")
+        j = first_of_content.setdefault(token.content, k)
+        if added[j].id != token.id:
+            raise r.error(f"added_tokens[{k}].content", f"{_show(token.content)} is already added_tokens[{j}] "
+                                                        f"with id {added[j].id}; expected one id per content")
         known = model.vocab.get(token.content)
         if known is not None and known != token.id:
             raise r.error(f"added_tokens[{k}].id",
@@ -389,11 +443,21 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
         if holder is not None and holder != token.content:
             raise r.error(f"added_tokens[{k}].id",
                           f"{token.id} is already model.vocab[{_show(holder)}]; expected a free id or the same content")
+    post_processor = r.post_processor(doc.get("post_processor"), "post_processor")
+    if isinstance(post_processor, processors.TemplateProcessing):
+        # What encode(add_special=True) inserts must be a token, or decode would refuse it.
+        added_ids = {token.id for token in added}
+        table = model.id_to_token
+        for name, ids in post_processor.special_tokens.items():
+            for k, i in enumerate(ids):
+                if not (i < len(table) and table[i] is not None) and i not in added_ids:
+                    raise r.error(f"post_processor.special_tokens[{_show(name)}].ids[{k}]",
+                                  f"{i} is not the id of a token; expected an id of model.vocab or added_tokens")
     return TokenizerParts(
         model,
         normalizer=r.normalizer(doc.get("normalizer"), "normalizer"),
         pre_tokenizer=r.pre_tokenizer(doc.get("pre_tokenizer"), "pre_tokenizer"),
-        post_processor=r.post_processor(doc.get("post_processor"), "post_processor"),
+        post_processor=post_processor,
         decoder=r.decoder(doc.get("decoder"), "decoder"),
         added_tokens=added,
     )

@@ -211,7 +211,7 @@ class UnigramModel:
             target = rng.next_float() * sum_left(weights)
             chosen = terms[-1][1]
             running = 0.0
-            for weight, (_, edge) in zip(weights, terms):
+            for weight, (_, edge) in zip(weights, terms, strict=True):
                 running += weight
                 if target < running:
                     chosen = edge
@@ -267,9 +267,13 @@ def _check_piece(entry, where: str) -> tuple[str, float]:
     piece, score = entry
     if not isinstance(piece, str) or not piece:
         raise ValueError(f"{where}: the piece must be a non-empty string, found {piece!r}")
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+    try:
+        value = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else math.nan
+    except OverflowError:  # an int beyond the float range
+        value = math.inf
+    if not math.isfinite(value):
         raise ValueError(f"{where}: the score of {piece!r} must be a finite number, found {score!r}")
-    return piece, float(score)
+    return piece, value
 
 
 class UnigramTokenizer(PipelineTokenizer):

@@ -16,7 +16,7 @@ its own; WhitespaceSplit only splits at whitespace. Punctuation here is ASCII pu
 includes symbols such as $ + < = > ^ ` |) plus the Unicode P* categories.
 
 Which characters count as control, whitespace, nonspacing mark, punctuation, what NFD and
-lowercase give: all of it comes from `_bert_tables`, measured from HF itself by
+lowercase give: all of it comes from `bert_tables`, measured from HF itself by
 `tools/gen_bert_tables.py`, never from this Python's `unicodedata`. HF's Rust crates carry their
 own, older Unicode versions (U+0890 is a format character HF keeps; many marks newer than HF's
 tables survive strip_accents), and each Python release carries another.

@@ -18,10 +18,16 @@ type ids, and sequence ids (0 for `a`, 1 for `b`, None for inserted specials), a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
+
+
+def _show(value) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class Wrapped(NamedTuple):
@@ -62,9 +68,20 @@ class TemplateProcessing(PostProcessor):
 
     @classmethod
     def from_json(cls, doc: dict, path: str) -> "TemplateProcessing":
+        declared = doc.get("special_tokens")
+        if declared is None:
+            declared = {}
+        if not isinstance(declared, dict):
+            raise ValueError(f"{path}.special_tokens: expected an object, found {_show(declared)}")
+
         def items(key: str) -> tuple:
             out = []
-            for k, item in enumerate(doc.get(key) or []):
+            listed = doc.get(key)
+            if listed is None:
+                return ()
+            if not isinstance(listed, list):
+                raise ValueError(f"{path}.{key}: expected a list, found {_show(listed)}")
+            for k, item in enumerate(listed):
                 where = f"{path}.{key}[{k}]"
                 if not isinstance(item, dict) or len(item) != 1:
                     raise ValueError(f"{where}: expected {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}")
@@ -76,7 +93,7 @@ class TemplateProcessing(PostProcessor):
                     raise ValueError(f"{where}.{kind}.type_id: expected a non-negative integer, found {type_id!r}")
                 if kind == "SpecialToken":
                     name = body.get("id")
-                    if name not in (doc.get("special_tokens") or {}):
+                    if not isinstance(name, str) or name not in declared:
                         raise ValueError(f"{where}.SpecialToken.id: {name!r} is not in {path}.special_tokens")
                     out.append(("special", name, type_id))
                 elif kind == "Sequence":
@@ -90,10 +107,12 @@ class TemplateProcessing(PostProcessor):
             return tuple(out)
 
         specials = {}
-        for name, body in (doc.get("special_tokens") or {}).items():
+        for name, body in declared.items():
+            if not isinstance(body, dict):
+                raise ValueError(f"{path}.special_tokens[{_show(name)}]: expected an object, found {_show(body)}")
             ids = body.get("ids")
             if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-                raise ValueError(f"{path}.special_tokens.{name}.ids: expected a list of integer ids, found {ids!r}")
+                raise ValueError(f"{path}.special_tokens[{_show(name)}].ids: expected a list of integer ids, found {_show(ids)}")
             specials[name] = tuple(ids)
         return cls(items("single"), items("pair"), specials, doc)
 
