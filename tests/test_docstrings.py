@@ -31,7 +31,7 @@ MODULES = [
     "tinyllm.tok.formats.schema_check",
     "tinyllm.train.bpe",
     "tinyllm.train.common",
-    "tinyllm.tok.models.stochastic",
+    "tinyllm.tok.stochastic",
     "tests.support.unigram_exact",
     "tinyllm.train.wordpiece",
     "tinyllm.train.unigram",

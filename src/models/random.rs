@@ -1,6 +1,6 @@
 //! The random numbers of BPE-dropout and Unigram sampling: splitmix64, one counter per stream.
 //!
-//! Defined bit for bit like `SplitMix64` in the Python reference (`tinyllm.tok.models.stochastic`),
+//! Defined bit for bit like `SplitMix64` in the Python reference (`tinyllm.tok.stochastic`),
 //! so both draw the same pieces for the same key. A stream's generator depends only on the key and
 //! the stream's index (pre-token k of a text draws from `SplitMix64::for_stream(key, k)`), never on
 //! threads or on how many streams ran before.
@@ -49,7 +49,7 @@ impl SplitMix64 {
     }
 
     /// The generator of stream `k` under `key`: seeded with [`SplitMix64::stream_seed`]`(key, k)`
-    /// (Python: `tinyllm.tok.models.stochastic.piece_rng`).
+    /// (Python: `tinyllm.tok.stochastic.piece_rng`).
     pub fn for_stream(key: u64, k: u64) -> Self {
         Self::new(Self::stream_seed(key, k))
     }

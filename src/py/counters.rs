@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use rayon::prelude::*;
 
 use crate::engines::wordpiece_unigram::for_each_word;
 use crate::progress::with_progress;
@@ -25,8 +24,7 @@ use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
 use crate::stages::text_pre_tokenizers::TextPreTokenizer;
 use crate::train::bpe;
-use crate::train::counts::{count_piece, merge_counts, Counts, SharedCounts};
-use crate::Error;
+use crate::train::counts::{count_batch, count_piece, SharedCounts};
 
 /// Pre-token counts for BPE training, gathered in parallel with the GIL released; the counts are
 /// a multiset, so the result does not depend on the thread count or the order of the texts.
@@ -60,14 +58,9 @@ impl PyPretokenCounter {
         let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
         let (pre, counts) = (&self.pre, &self.counts);
         py.detach(|| {
-            let batch = views
-                .par_iter()
-                .try_fold(Counts::default, |mut counts, text| {
-                    pre.for_each_piece(text, &mut |piece| count_piece(&mut counts, piece))?;
-                    Ok::<_, Error>(counts)
-                })
-                .try_reduce(Counts::default, |a, b| Ok(merge_counts(a, b)))?;
-            counts.absorb(batch)
+            counts.absorb(count_batch(&views, |text, batch| {
+                pre.for_each_piece(text, &mut |piece| count_piece(batch, piece))
+            })?)
         })?;
         Ok(())
     }
@@ -148,16 +141,12 @@ impl PyWordCounter {
         let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
         let (normalizer, pre, counts) = (self.normalizer.as_ref(), self.pre.as_ref(), &self.counts);
         py.detach(|| {
-            let batch = views
-                .par_iter()
-                .fold(Counts::default, |mut counts, text| {
-                    for_each_word(normalizer, pre, text, &mut |word| {
-                        count_piece(&mut counts, word.as_bytes())
-                    });
-                    counts
-                })
-                .reduce(Counts::default, merge_counts);
-            counts.absorb(batch)
+            counts.absorb(count_batch(&views, |text, batch| {
+                for_each_word(normalizer, pre, text, &mut |word| {
+                    count_piece(batch, word.as_bytes())
+                });
+                Ok(())
+            })?)
         })?;
         Ok(())
     }

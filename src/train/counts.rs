@@ -18,6 +18,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::Error;
@@ -45,6 +46,21 @@ pub fn merge_counts(a: Counts, b: Counts) -> Counts {
         *total = total.saturating_add(n);
     }
     big
+}
+
+/// The counts of a batch of texts, counted in parallel: `each(text, counts)` adds the pieces of
+/// one text. The first error stops the batch (which is then not counted at all).
+pub fn count_batch<F>(texts: &[&str], each: F) -> Result<Counts, Error>
+where
+    F: Fn(&str, &mut Counts) -> Result<(), Error> + Sync,
+{
+    texts
+        .par_iter()
+        .try_fold(Counts::default, |mut counts, text| {
+            each(text, &mut counts)?;
+            Ok::<_, Error>(counts)
+        })
+        .try_reduce(Counts::default, |a, b| Ok(merge_counts(a, b)))
 }
 
 /// A count map shared by concurrent callers (the Python counters' `add`, `len`, `train`).
@@ -124,6 +140,23 @@ impl SharedCounts {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn count_batch_counts_every_text_and_stops_at_the_first_error() {
+        let texts = ["a b", "b", "c b"];
+        let words = |text: &str, counts: &mut Counts| {
+            text.split(' ')
+                .for_each(|w| count_piece(counts, w.as_bytes()));
+            Ok(())
+        };
+        let counts = count_batch(&texts, words).unwrap();
+        assert_eq!(counts, batch(&["a", "b", "b", "b", "c"]));
+        let failing = |text: &str, _: &mut Counts| match text {
+            "b" => Err(Error::Invalid("no b".into())),
+            _ => Ok(()),
+        };
+        assert!(count_batch(&texts, failing).is_err());
+    }
 
     fn batch(pieces: &[&str]) -> Counts {
         let mut counts = Counts::default();

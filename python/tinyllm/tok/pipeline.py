@@ -22,7 +22,7 @@ from tinyllm.tok.encoded import COORDINATES, EncodedSequence
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
-from tinyllm.tok.models.stochastic import piece_rng
+from tinyllm.tok.stochastic import piece_rng
 from tinyllm.tok.text.byte_alphabet import token_string
 from tinyllm.tok.stages.decoders import Joined
 from tinyllm.tok.stages.processors import PostProcessor

@@ -12,8 +12,8 @@ from tests.peers import fixture_lines, ours, ours_reference
 from tests.strategies import known_to_both
 from tests.support.rust import assert_fast, assert_reference, count_engine_calls, needs_rust
 from tinyllm.tok.models.bpe import BPEModel
-from tinyllm.tok.models.stochastic import SplitMix64
-from tinyllm.tok.models.stochastic import segmentation_key
+from tinyllm.tok.stochastic import SplitMix64
+from tinyllm.tok.stochastic import segmentation_key
 
 texts = st.text(st.characters(codec="utf-8"), max_size=60).map(known_to_both)
 

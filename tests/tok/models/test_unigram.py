@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tests.peers import shared_corpus_lines, tokenizer_path
 from tests.support.rust import core, needs_rust
 from tinyllm.tok.models import unigram as unigram_module
-from tinyllm.tok.models.stochastic import SplitMix64
+from tinyllm.tok.stochastic import SplitMix64
 from tinyllm.tok.models.unigram import UNK_PENALTY, UnigramModel
 
 # The specification's `abab` example (seed 003, "Segmenting abab"): ids 0..4.

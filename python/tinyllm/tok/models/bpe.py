@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from tinyllm.tok.models.engines import build_bpe_engine
-from tinyllm.tok.models.stochastic import check_probability, segmentation_key
+from tinyllm.tok.stochastic import check_probability, segmentation_key
 from tinyllm.tok.pipeline import PipelineTokenizer
 from tinyllm.tok.stages.special_policy import SpecialSet
 
@@ -150,7 +150,7 @@ class BPETokenizer(PipelineTokenizer):
                epoch: int = 0, sample_id: int = 0, view: int = 0) -> list[int]:
         """Ids of `text`. With `dropout=p`, BPE-dropout: every eligible merge occurrence is dropped
         with probability p (see `BPEModel.tokenize_dropout`), with randomness keyed by
-        (seed, epoch, sample_id, view) (see `tinyllm.tok.models.stochastic`). p = 0 gives the normal ids,
+        (seed, epoch, sample_id, view) (see `tinyllm.tok.stochastic`). p = 0 gives the normal ids,
         p = 1 the byte tokens.
 
         >>> from tinyllm.tok import load

@@ -43,7 +43,7 @@ import math
 from typing import NamedTuple, Optional, Sequence, Union
 
 from tinyllm.tok.models.engines import build_text_engine
-from tinyllm.tok.models.stochastic import SplitMix64, segmentation_key
+from tinyllm.tok.stochastic import SplitMix64, segmentation_key
 from tinyllm.tok.pipeline import PipelineTokenizer
 from tinyllm.tok.stages.special_policy import SpecialSet
 
@@ -282,7 +282,7 @@ class UnigramTokenizer(PipelineTokenizer):
     Besides the deterministic (Viterbi) encoding it samples segmentations for subword
     regularization: `encode(text, sample=True, alpha=0.5, seed=3, epoch=0, sample_id=12)` draws each
     pre-token's segmentation from the tempered distribution q(z) ∝ P(z)^alpha. The draw is a pure
-    function of `(text, alpha, seed, epoch, sample_id, view)` (see `tinyllm.tok.models.stochastic`), so
+    function of `(text, alpha, seed, epoch, sample_id, view)` (see `tinyllm.tok.stochastic`), so
     results do not depend on threads, batching, worker count or earlier calls.
 
     >>> from tinyllm.tok.stages.pre_tokenizers import Metaspace
