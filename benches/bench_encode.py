@@ -201,6 +201,7 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
 
 def exactness(name: str, corpus: str, stress: int) -> dict:
     """Share of documents / stress strings with ids identical to Hugging Face's."""
+    sys.path.insert(0, str(ROOT))  # tests/support is not shipped in the package
     from tests.support.stress import stress_strings
 
     docs = documents(corpus)

@@ -155,7 +155,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
 def _subword_trainer(args: argparse.Namespace):
     """The tokenizer class and its `train` keyword arguments for `tinyllm train KIND`."""
     if args.kind == "bpe":
-        from tinyllm.tok.models.bpe import BPETokenizer
+        from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
 
         return BPETokenizer, {"min_frequency": args.min_frequency, "special_tokens": args.special or (),
                               "pattern": args.pattern}
@@ -163,11 +163,11 @@ def _subword_trainer(args: argparse.Namespace):
     if args.special:
         options["special_tokens"] = args.special
     if args.kind == "wordpiece":
-        from tinyllm.tok.models.wordpiece import WordPieceTokenizer
+        from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
 
         return WordPieceTokenizer, {**options, "min_frequency": args.min_frequency, "lowercase": not args.cased,
                                     "limit_alphabet": args.limit_alphabet}
-    from tinyllm.tok.models.unigram import UnigramTokenizer
+    from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
 
     return UnigramTokenizer, {**options, "character_coverage": args.character_coverage,
                               "max_piece_length": args.max_piece_length, "seed_size": args.seed_size,

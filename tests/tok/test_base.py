@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 
 from tests.strategies import texts
-from tinyllm.tok import ByteTokenizer, CharTokenizer, Tokenizer, check_ids
+from tinyllm.tok import ByteTokenizer, CharTokenizer, Tokenizer, UnigramTokenizer, check_ids
 from tinyllm.tok.text.byte_alphabet import bytes_to_unicode, unicode_to_bytes
 
 PROTOCOL_MEMBERS = (
@@ -105,9 +105,14 @@ def test_check_ids_rejects_a_string_of_ids():
     assert check_ids((i for i in (1, 2)), 5) == [1, 2]
 
 
-def test_both_satisfy_the_protocol():
+def test_every_tokenizer_kind_satisfies_the_protocol():
+    from tests.peers import FIXTURES
+    from tinyllm.tok import load
+
     char = CharTokenizer.train(["ab"])
-    for tok in (ByteTokenizer(), char):
+    pipelines = [load("gpt2"), load(FIXTURES / "bert-base-uncased"),
+                 UnigramTokenizer.train(["low lower lowest"] * 3, 12)]
+    for tok in (ByteTokenizer(), char, *pipelines):
         assert isinstance(tok, Tokenizer)
         for member in PROTOCOL_MEMBERS:
             assert hasattr(tok, member), member
@@ -140,3 +145,14 @@ def test_encode_batch_matches_encode():
     tok = ByteTokenizer()
     assert tok.encode_batch(["a", "é", ""]) == [[97], [195, 169], []]
     assert tok.decode_batch([[97], [195, 169]]) == ["a", "é"]
+
+
+def test_pipeline_classes_load_their_own_kind_and_refuse_another(tmp_path):
+    from tinyllm.tok import BPETokenizer, WordPieceTokenizer, load
+
+    gpt2 = load("gpt2")
+    gpt2.save(tmp_path)
+    again = BPETokenizer.load(tmp_path)
+    assert type(again) is BPETokenizer and again.encode("Hello world") == [15496, 995]
+    with pytest.raises(ValueError, match='model.type: found "BPE", expected "WordPiece" for WordPieceTokenizer'):
+        WordPieceTokenizer.load(tmp_path / "tokenizer.json")

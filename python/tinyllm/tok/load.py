@@ -26,9 +26,9 @@ from tinyllm.tok.formats.schema_check import show
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
-from tinyllm.tok.models.bpe import BPETokenizer
-from tinyllm.tok.models.unigram import UnigramTokenizer
-from tinyllm.tok.models.wordpiece import WordPieceTokenizer
+from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
+from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
+from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
 
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"

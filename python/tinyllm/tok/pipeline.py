@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 
 from tinyllm._io import atomic_write_text
 from tinyllm.tok.encoded import COORDINATES, EncodedSequence
+from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
@@ -56,6 +57,7 @@ class PipelineTokenizer(TokenizerBase):
     """normalizer + pre_tokenizer + model + post_processor + decoder, with added tokens."""
 
     FILE_NAME = "tokenizer.json"
+    MODEL_TYPE: Optional[str] = None  # the model.type a subclass wraps ("BPE", "WordPiece", "Unigram")
 
     def __init__(self, model, *, normalizer=None, pre_tokenizer=None, post_processor=None, decoder=None,
                  added_tokens: Sequence[AddedToken] = ()) -> None:
@@ -368,11 +370,23 @@ class PipelineTokenizer(TokenizerBase):
         }
 
     def save(self, dir: str | os.PathLike) -> None:
-        """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers. Load it back
-        with `tinyllm.tok.load(dir)`."""
+        """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers."""
         path = Path(dir)
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path / self.FILE_NAME, json.dumps(self.to_document(), ensure_ascii=False, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, dir: str | os.PathLike):
+        """The tokenizer of `dir/tokenizer.json` (or of that file), whose model must be this class's
+        kind; `tinyllm.tok.load` picks the class by itself."""
+        path = Path(dir)
+        if path.is_dir():
+            path = path / cls.FILE_NAME
+        parts = read_tokenizer_json(path)
+        if parts.model.type != cls.MODEL_TYPE:
+            expected = f'"{cls.MODEL_TYPE}"' if cls.MODEL_TYPE else "none: use tinyllm.tok.load, which picks the class"
+            raise ValueError(f'{path}: model.type: found "{parts.model.type}", expected {expected} for {cls.__name__}')
+        return cls(parts.model, **parts.stages())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, specials={len(self._special_ids)})"

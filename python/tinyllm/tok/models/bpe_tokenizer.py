@@ -1,0 +1,71 @@
+"""`BPETokenizer`: a byte-level BPE pipeline (GPT-2, SmolLM2, o200k) around `BPEModel`, with
+BPE-dropout; it runs on the Rust engine when the pipeline allows.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tinyllm.tok.models.bpe import BPEModel
+from tinyllm.tok.models.engines import build_bpe_engine
+from tinyllm.tok.pipeline import PipelineTokenizer
+from tinyllm.tok.stages.special_policy import SpecialSet
+from tinyllm.tok.stochastic import check_probability, segmentation_key
+
+
+class BPETokenizer(PipelineTokenizer):
+    """A byte-level BPE tokenizer from a tokenizer.json (GPT-2, SmolLM2, o200k, ...).
+
+    Pipelines without a normalizer whose pre-tokenizer ends in ByteLevel run on the Rust engine
+    (`tinyllm._core.BpeEngine`); everything else, and `TINYLLM_PURE_PYTHON=1`, runs on the
+    reference. `uses_fast_path` tells which. Both give the same ids; the tests prove it.
+    """
+
+    MODEL_TYPE = "BPE"
+
+    def __init__(self, model: BPEModel, **stages) -> None:
+        super().__init__(model, **stages)
+        self._fast = build_bpe_engine(self)
+
+    def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
+               disallowed_special: SpecialSet = (), dropout: Optional[float] = None, seed: int = 0,
+               epoch: int = 0, sample_id: int = 0, view: int = 0) -> list[int]:
+        """Ids of `text`. With `dropout=p`, BPE-dropout: every eligible merge occurrence is dropped
+        with probability p (see `BPEModel.tokenize_dropout`), with randomness keyed by
+        (seed, epoch, sample_id, view) (see `tinyllm.tok.stochastic`). p = 0 gives the normal ids,
+        p = 1 the byte tokens.
+
+        >>> from tinyllm.tok import load
+        >>> tok = load("gpt2")
+        >>> tok.encode(" hello", dropout=0.0) == tok.encode(" hello"), len(tok.encode(" hello", dropout=1.0))
+        (True, 6)
+        >>> tok.encode(" tokenization", dropout=0.3, seed=1, sample_id=5) == \\
+        ...     tok.encode(" tokenization", dropout=0.3, seed=1, sample_id=5)
+        True
+        """
+        if dropout is None:
+            return super().encode(text, add_special, allowed_special=allowed_special,
+                                  disallowed_special=disallowed_special)
+        p = check_probability(dropout, "encode: dropout")
+        key = segmentation_key(seed, epoch, sample_id, view)
+        return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
+                                  lambda word, rng: self.model.tokenize_dropout(word, p, rng), "encode_dropout", p)
+
+    @classmethod
+    def train(cls, corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens=(), pattern: str = "gpt2",
+              progress: bool = False):
+        """Train a byte-level BPE tokenizer on `corpus` (an iterable of texts and/or file paths).
+
+        Regex-bounded (merges never cross pre-tokens; `pattern` is "gpt2", "llama3" or a regex),
+        deterministic (ties go to the smallest id pair), merge r gets id 256 + r and the special tokens
+        come last. `tok.training_report` says how many merges were learned and why training stopped.
+
+        >>> tok = BPETokenizer.train(["low lower lowest"] * 3, 260, min_frequency=2)
+        >>> tok.training_report["merges"], tok.decode(tok.encode(" lowest"))
+        (4, ' lowest')
+        """
+        from tinyllm.train.bpe import train
+
+        return cls.from_learned(BPEModel, train(corpus, vocab_size, min_frequency=min_frequency,
+                                                special_tokens=special_tokens, pattern=pattern, progress=progress))
+
