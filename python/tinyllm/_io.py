@@ -14,6 +14,12 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # the only portable way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write `text` as UTF-8 to `path` atomically and return the path."""
     target = Path(path)
@@ -22,6 +28,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
+            # mkstemp makes the file private (0600); give it the mode a plain open() would.
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:
@@ -45,6 +53,21 @@ def _reject_constant(name: str):
 _CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
 
 
+def read_text_file(path: str | os.PathLike) -> str:
+    """The UTF-8 text of a file; a missing, unreadable or non-UTF-8 file is a ValueError that names
+    the file (and the first bad byte)."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: byte {e.start} is not valid UTF-8") from None
+
+
 def read_json_file(path: str | os.PathLike) -> object:
     """Parse a UTF-8 JSON file; every failure is a ValueError that names the file and where.
 
@@ -52,17 +75,9 @@ def read_json_file(path: str | os.PathLike) -> object:
     nesting too deep for the parser.
     """
     path = Path(path)
+    text = read_text_file(path)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except OSError as e:
-        raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from None
-    try:
-        text = raw.decode("utf-8")
         return json.loads(text, parse_constant=_reject_constant)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: byte {e.start} is not valid UTF-8") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except _NotJSON as e:

@@ -8,6 +8,8 @@
     tinyllm train bpe corpus.txt -o model/ --vocab-size 8000   # tokenizer.json + training_report.json
     tinyllm train wordpiece corpus.txt -o model/ --vocab-size 8000
     tinyllm train unigram corpus.txt -o model/ --vocab-size 8000
+    tinyllm reconcile bundle.json            # "ok <bundle hash>", or the failed check and its field
+    tinyllm manifest model/ -o manifest.json # semantic and release hashes, release files, policy
 
 Errors print one line on stderr and exit with status 2.
 """
@@ -230,6 +232,28 @@ def _write_config(path: Path) -> None:
     atomic_write_text(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
 
 
+def _cmd_reconcile(args: argparse.Namespace) -> None:
+    """`tinyllm reconcile BUNDLE.json`: exit 0 with the bundle hash, or 2 naming the check and field."""
+    from tinyllm._io import read_json_file
+    from tinyllm.artifacts.bundle import reconcile
+
+    bundle = read_json_file(args.bundle)
+    reconcile(bundle)
+    _print(f"ok {bundle['declared_hashes']['bundle_hash']}")
+
+
+def _cmd_manifest(args: argparse.Namespace) -> None:
+    """`tinyllm manifest MODEL_DIR [-o FILE]`: the tokenizer manifest as JSON."""
+    from tinyllm.artifacts.manifest import manifest_text
+
+    text = manifest_text(args.model_dir)
+    if args.output:
+        atomic_write_text(args.output, text)
+        _print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+
+
 def _print(text: str) -> None:
     sys.stdout.write(text + "\n")
 
@@ -300,6 +324,19 @@ def build_parser() -> argparse.ArgumentParser:
     unigram.add_argument("--sub-iterations", type=int, default=2, help="EM iterations per round (default 2)")
     unigram.add_argument("--m-step", choices=("ml", "digamma"), default="ml",
                          help="M-step: maximum likelihood p = c / sum c (default) or sentencepiece's digamma update")
+
+    rec = sub.add_parser("reconcile", help="check that a bundle's tokenizer, template, dataset and checkpoint agree")
+    rec.add_argument("bundle", help="the bundle JSON file")
+    rec.set_defaults(run=_cmd_reconcile)
+
+    man = sub.add_parser("manifest", help="print the tokenizer manifest of a model directory")
+    man.add_argument("model_dir", help="the model directory")
+    man.add_argument("--output", "-o", help="write the manifest to this file (atomically) instead of stdout")
+    man.set_defaults(run=_cmd_manifest)
+
+    from tinyllm.artifacts import golden
+
+    golden.add_cli(sub)
     return parser
 
 

@@ -39,6 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from tinyllm.artifacts.canonical import framed_hash
+
+#: The domain of a chat template's hash: framed_hash(TEMPLATE_DOMAIN, {"source": the exact text}).
+TEMPLATE_DOMAIN = "chat-template-v1"
+
 TEMPLATE = "template"
 POST_PROCESSOR = "post_processor"
 
@@ -51,9 +56,21 @@ class CompiledSequence:
     prompt_boundary: int
     assistant_mask: list[int]
     text: str
+    #: H_sem of the tokenizer that encoded the text (None for a tokenizer without one).
+    tokenizer_semantic_hash: Optional[str] = None
+    #: framed_hash("chat-template-v1", {"source": the exact template source text}).
+    template_hash: Optional[str] = None
 
     def __len__(self) -> int:
         return len(self.input_ids)
+
+
+def template_hash(source: str) -> str:
+    """H_tmpl: the hash of a chat template's exact source text (no trimming, no normalization),
+    framed as {"source": text} so that template modes can join the payload in a later version."""
+    if not isinstance(source, str):
+        raise ValueError(f"template_hash: source is a {type(source).__name__}; expected the template text")
+    return framed_hash(TEMPLATE_DOMAIN, {"source": source})
 
 
 @dataclass(frozen=True)
@@ -374,7 +391,10 @@ def apply_chat_template(model, messages, *, add_generation_prompt: bool = False,
         last = [k for k, m in enumerate(messages) if m["role"] == "assistant"]
         if last:
             boundary = next((t for t, o in enumerate(owners) if o == (last[-1], "assistant")), len(ids))
-    return CompiledSequence(ids, special_mask, owners, boundary, assistant, text)
+    semantic = getattr(tok, "semantic_hash", None)
+    return CompiledSequence(ids, special_mask, owners, boundary, assistant, text,
+                            tokenizer_semantic_hash=semantic if isinstance(semantic, str) else None,
+                            template_hash=template_hash(template))
 
 
 def _post_process_once(tok, ids, owners, special_mask):

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Optional, Protocol, runtime_checkable
 
+from tinyllm.artifacts.canonical import framed_hash
+from tinyllm.tok.policy import EMPTY_POLICY, SpecialTokenPolicy, read_policy_files, resolve_policy
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, byte_of
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet
 from tinyllm.tok.text.clean import require_str, to_utf8
@@ -101,10 +103,60 @@ def _check_integer_array(ids, vocab_size: int, prefix: str) -> list[int]:
     return ids.tolist()
 
 
+#: The domain of the semantic hash H_sem (see `TokenizerBase.semantic_hash`).
+SEMANTIC_DOMAIN = "tokenizer-semantic-v1"
+
+
 class TokenizerBase:
-    """Shared conveniences for tinyllm's own tokenizers (not part of the Protocol)."""
+    """Shared conveniences for tinyllm's own tokenizers (not part of the Protocol): the
+    special-token roles (`tinyllm.tok.policy`) and the semantic hash."""
 
     vocab_size: int
+    special_token_policy: SpecialTokenPolicy = EMPTY_POLICY
+
+    # -- special-token roles (set once, by the constructor) ------------------------------------
+    def _resolve_policy(self, generation_config, tokenizer_config, own=None) -> None:
+        """Resolve and attach the policy; called by constructors only, before any hash exists."""
+        self.special_token_policy = resolve_policy(
+            self.token_to_id, self.vocab_size, generation_config=generation_config,
+            tokenizer_config=tokenizer_config, own=own)
+        self.__dict__.pop("_semantic_hash", None)
+
+    @property
+    def bos_id(self) -> Optional[int]:
+        return self.special_token_policy.bos_id
+
+    @property
+    def eos_id(self) -> Optional[int]:
+        return self.special_token_policy.eos_id
+
+    @property
+    def pad_id(self) -> Optional[int]:
+        return self.special_token_policy.pad_id
+
+    @property
+    def eot_id(self) -> Optional[int]:
+        return self.special_token_policy.eot_id
+
+    @property
+    def stop_ids(self) -> tuple:
+        """The EOS ids plus EOT, sorted."""
+        return self.special_token_policy.stop_ids
+
+    # -- identity ------------------------------------------------------------------------------
+    def semantic_components(self) -> dict:
+        """The parsed behaviour in the canonical profile (see docs/artifacts.md, "Identity")."""
+        raise NotImplementedError
+
+    @property
+    def semantic_hash(self) -> str:
+        """H_sem = framed_hash("tokenizer-semantic-v1", semantic_components()), computed once:
+        a tokenizer does not change after construction."""
+        cached = self.__dict__.get("_semantic_hash")
+        if cached is None:
+            cached = framed_hash(SEMANTIC_DOMAIN, self.semantic_components())
+            self.__dict__["_semantic_hash"] = cached
+        return cached
 
     def encode_batch(
         self,
@@ -144,6 +196,16 @@ class ByteTokenizer(TokenizerBase):
     vocab_size = 256
     unk_id = None
 
+    def __init__(self, *, generation_config: Optional[dict] = None, tokenizer_config: Optional[dict] = None) -> None:
+        """`generation_config` / `tokenizer_config`: the parsed config files naming the
+        special-token roles (see `tinyllm.tok.policy`); the byte tokenizer has no specials of its own."""
+        if generation_config is not None or tokenizer_config is not None:
+            self._resolve_policy(generation_config, tokenizer_config)
+
+    def semantic_components(self) -> dict:
+        return {"normalizer": None, "pre_tokenizer": None, "model": {"type": "Bytes"}, "post_processor": None,
+                "decoder": None, "added_tokens": [], "special_tokens": self.special_token_policy.to_json()}
+
     @property
     def special_ids(self) -> dict[str, int]:
         return {}
@@ -179,14 +241,20 @@ class ByteTokenizer(TokenizerBase):
 
     @classmethod
     def load(cls, dir: str | os.PathLike) -> "ByteTokenizer":
-        _existing_dir(dir, "ByteTokenizer.load")
-        return cls()
+        """The byte tokenizer, with the roles of `dir`'s generation_config.json and
+        tokenizer_config.json when present."""
+        path = _existing_dir(dir, "ByteTokenizer.load")
+        generation_config, tokenizer_config = read_policy_files(path)
+        try:
+            return cls(generation_config=generation_config, tokenizer_config=tokenizer_config)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
 
     def __repr__(self) -> str:
         return "ByteTokenizer()"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ByteTokenizer)
+        return isinstance(other, ByteTokenizer) and self.special_token_policy == other.special_token_policy
 
     def __hash__(self) -> int:
         return hash(ByteTokenizer)

@@ -28,6 +28,7 @@ from typing import Any, Optional
 from tinyllm._io import atomic_write_text, read_json_file
 from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
+from tinyllm.tok.policy import read_policy_files
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, split_on_specials
 from tinyllm.tok.text.clean import clean_text, require_str
 
@@ -101,7 +102,10 @@ def validate_char_document(doc: Any, source: str) -> tuple[list[str], dict[str, 
 class CharTokenizer(TokenizerBase):
     """A character-level tokenizer. Build it with `train`, or from a vocabulary and roles."""
 
-    def __init__(self, vocab: Sequence[str], specials: Mapping[str, int]) -> None:
+    def __init__(self, vocab: Sequence[str], specials: Mapping[str, int], *,
+                 generation_config: Optional[dict] = None, tokenizer_config: Optional[dict] = None) -> None:
+        """`generation_config` / `tokenizer_config`: parsed config files naming special-token roles
+        (see `tinyllm.tok.policy`); they must agree with `specials`."""
         self.vocab, self.roles = validate_char_document(
             {"type": "char", "vocab": list(vocab), "specials": dict(specials)}, "CharTokenizer"
         )
@@ -110,6 +114,15 @@ class CharTokenizer(TokenizerBase):
         self._id_of = {entry: i for i, entry in enumerate(self.vocab)}
         # Only ordinary entries are matched in text: a special's text never maps to its id here.
         self._char_id = {entry: i for i, entry in enumerate(self.vocab) if i not in special}
+        own = {role: (f"{FILE_NAME}: specials.{role} = {i}", i) for role, i in self.roles.items()}
+        self._resolve_policy(generation_config, tokenizer_config, own)
+
+    def semantic_components(self) -> dict:
+        """The vocabulary ordered by id and the role ids (encode matches specials by role and
+        inserts bos/eos with `add_special`), plus the special-token policy."""
+        model = {"type": "Char", "vocab": list(self.vocab), "specials": dict(self.roles)}
+        return {"normalizer": None, "pre_tokenizer": None, "model": model, "post_processor": None,
+                "decoder": None, "added_tokens": [], "special_tokens": self.special_token_policy.to_json()}
 
     # -- the protocol -------------------------------------------------------------------------
     @property
@@ -211,25 +224,33 @@ class CharTokenizer(TokenizerBase):
         """Load `dir/tinyllm_char.json` (or the file itself), checking everything the constructor checks."""
         path = Path(dir)
         if path.is_dir():
-            path = path / FILE_NAME
+            return cls.from_file(path / FILE_NAME, policy_dir=path)
         return cls.from_file(path)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> "CharTokenizer":
+    def from_file(cls, path: str | os.PathLike, *, policy_dir: str | os.PathLike | None = None) -> "CharTokenizer":
         """Read a tinyllm_char.json: its JSON Schema (tokenizer-char.schema.json) first, then the
-        rules a schema cannot express; ValueError names the file and the JSON path."""
+        rules a schema cannot express; ValueError names the file and the JSON path. With
+        `policy_dir`, that directory's generation_config.json and tokenizer_config.json name roles."""
         doc = read_json_file(path)
         source = str(path)
         schemas.validate(doc, "tokenizer-char", source)
         vocab, roles = validate_char_document(doc, source)
-        return cls(vocab, roles)
+        if policy_dir is None:
+            return cls(vocab, roles)
+        generation_config, tokenizer_config = read_policy_files(policy_dir)
+        try:
+            return cls(vocab, roles, generation_config=generation_config, tokenizer_config=tokenizer_config)
+        except ValueError as e:
+            raise ValueError(f"{policy_dir}: {e}") from None
 
     def __repr__(self) -> str:
         roles = ", ".join(f"{r}={i}" for r, i in self.roles.items())
         return f"CharTokenizer(vocab_size={self.vocab_size}, {roles})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, CharTokenizer) and self.vocab == other.vocab and self.roles == other.roles
+        return (isinstance(other, CharTokenizer) and self.vocab == other.vocab and self.roles == other.roles
+                and self.special_token_policy == other.special_token_policy)
 
     __hash__ = None  # mutable-looking attributes; equality is by content
 

@@ -8,7 +8,9 @@ declared in `offset_coordinate`:
 * `raw_codepoints` (default): indices into the Python `str` that was encoded;
 * `raw_utf8_bytes`: indices into its UTF-8 bytes.
 
-Inserted specials (from `add_special`) have the empty span `(0, 0)`. A byte-level token that
+Inserted specials (from `add_special`) have the empty span `(0, 0)`. `encode_structured(...,
+max_length=N, truncation_side="right"|"left")` keeps N ids and records `original_length` and
+`truncated`; `tokenizer_hash` is the producing tokenizer's H_sem and `input_ids` aliases `ids`. A byte-level token that
 holds only part of a character spans that whole character in `raw_codepoints`, and exactly its own
 bytes in `raw_utf8_bytes`. For a pair of texts (`encode_pair`), each span indexes its own text and
 `sequence_ids` says which text that is.
@@ -38,9 +40,20 @@ class EncodedSequence:
     type_ids: Optional[list[int]] = None
     #: Per id: 0 for the first text, 1 for the second of a pair, None for inserted specials.
     sequence_ids: Optional[list[Optional[int]]] = None
+    #: H_sem of the tokenizer that produced the ids (None when built by hand).
+    tokenizer_hash: Optional[str] = None
+    #: The number of ids before truncation (None: the same as now).
+    original_length: Optional[int] = None
+    #: Whether `encode_structured(max_length=...)` cut ids off.
+    truncated: bool = False
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def input_ids(self) -> list[int]:
+        """The ids, under the name the seed and Hugging Face use (`ids` is the same list)."""
+        return self.ids
 
     def __post_init__(self) -> None:
         n = len(self.ids)
@@ -68,6 +81,14 @@ class EncodedSequence:
         """
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"validate: vocab_size must be an integer >= 1, found {vocab_size!r}")
+        n = len(self.ids)
+        for name in ("pieces", "special_tokens_mask", "offsets", "type_ids", "sequence_ids"):
+            value = getattr(self, name)
+            if value is not None and len(value) != n:
+                raise ValueError(f"EncodedSequence.{name}: {len(value)} entries, expected {n} (one per id)")
+        if self.original_length is not None and (self.original_length < n or self.truncated != (self.original_length > n)):
+            raise ValueError(f"EncodedSequence.original_length: {self.original_length} with {n} ids and "
+                             f"truncated={self.truncated}; expected original_length >= {n}, and > {n} exactly when truncated")
         for k, i in enumerate(self.ids):
             if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab_size:
                 raise ValueError(f"EncodedSequence.ids[{k}]: {i!r} is outside the vocabulary "

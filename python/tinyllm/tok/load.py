@@ -8,6 +8,10 @@ Resolution order:
 2. an existing file: `tokenizer.json`, `tinyllm_char.json`, or a JSON file in either format;
 3. a built-in preset name: `"bytes"`, `"gpt2"` or `"smollm2"`.
 
+A directory (and a file-backed preset) also gives the special-token roles of its
+`generation_config.json` and `tokenizer_config.json` (see `tinyllm.tok.policy`); a tokenizer file
+loaded by its own path names no roles beyond its own.
+
 >>> load("bytes").vocab_size
 256
 >>> load("gpt2").encode(" cat")
@@ -19,7 +23,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from tinyllm._io import read_json_file
 from tinyllm.tok.formats.schema_check import show
@@ -29,6 +33,7 @@ from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, r
 from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
 from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
 from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
+from tinyllm.tok.policy import read_policy_files
 
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"
@@ -39,25 +44,49 @@ PRESET_DIR = Path(__file__).parent / "presets"
 TOKENIZER_CLASSES = {"BPE": BPETokenizer, "WordPiece": WordPieceTokenizer, "Unigram": UnigramTokenizer}
 
 
-def tokenizer_from_parts(parts: TokenizerParts) -> Tokenizer:
-    """The tokenizer of the model's type around parsed tokenizer.json components."""
-    return TOKENIZER_CLASSES[parts.model.type](parts.model, **parts.stages())
+def tokenizer_from_parts(parts: TokenizerParts, *, generation_config: Optional[dict] = None,
+                         tokenizer_config: Optional[dict] = None) -> Tokenizer:
+    """The tokenizer of the model's type around parsed tokenizer.json components, with the
+    special-token roles of the two config files (parsed; see `tinyllm.tok.policy`)."""
+    return TOKENIZER_CLASSES[parts.model.type](parts.model, **parts.stages(), generation_config=generation_config,
+                                               tokenizer_config=tokenizer_config)
 
 
-def tokenizer_from_document(doc: object, source: str = "tokenizer.json") -> Tokenizer:
+def tokenizer_from_document(doc: object, source: str = "tokenizer.json", *, generation_config: Optional[dict] = None,
+                            tokenizer_config: Optional[dict] = None) -> Tokenizer:
     """The tokenizer of a parsed tokenizer.json document (ValueError names the JSON path of a
-    problem, prefixed by `source`)."""
-    return tokenizer_from_parts(parse_document(doc, source))
+    problem, prefixed by `source`), with the roles of a parsed generation_config.json and
+    tokenizer_config.json (ValueError names the file and the field)."""
+    return tokenizer_from_parts(parse_document(doc, source), generation_config=generation_config,
+                                tokenizer_config=tokenizer_config)
 
 
 def read_tokenizer_file(path: str | os.PathLike) -> Tokenizer:
-    """The tokenizer of a tokenizer.json file."""
+    """The tokenizer of a tokenizer.json file (no config files: a file alone names no roles)."""
     return tokenizer_from_parts(read_tokenizer_json(path))
+
+
+def _with_policy_files(directory: Path, build: Callable[..., Tokenizer]) -> Tokenizer:
+    """`build(generation_config=..., tokenizer_config=...)` with `directory`'s config files; a
+    policy error is prefixed with the directory."""
+    generation_config, tokenizer_config = read_policy_files(directory)
+    try:
+        return build(generation_config=generation_config, tokenizer_config=tokenizer_config)
+    except ValueError as e:
+        if generation_config is None and tokenizer_config is None:
+            raise
+        raise ValueError(f"{directory}: {e}") from None
+
+
+def read_tokenizer_dir_file(path: Path) -> Tokenizer:
+    """The tokenizer of `path` (a tokenizer.json) with the roles of the config files beside it."""
+    parts = read_tokenizer_json(path)
+    return _with_policy_files(path.parent, lambda **configs: tokenizer_from_parts(parts, **configs))
 
 
 def _preset_file(name: str) -> Callable[[], Tokenizer]:
     # Presets are immutable, so one parsed copy per process serves every caller.
-    return functools.lru_cache(maxsize=None)(lambda: read_tokenizer_file(PRESET_DIR / name / HF_FILE))
+    return functools.lru_cache(maxsize=None)(lambda: read_tokenizer_dir_file(PRESET_DIR / name / HF_FILE))
 
 
 PRESETS: dict[str, Callable[[], Tokenizer]] = {
@@ -97,7 +126,10 @@ def _load_file_in_dir(directory: Path) -> Tokenizer:
     if len(found) > 1:
         names = " and ".join(p.name for p in found)
         raise ValueError(f"{directory}: holds both {names}; keep one tokenizer file per model directory")
-    return _load_file(found[0])
+    path = found[0]
+    if path.name == CHAR_FILE:
+        return CharTokenizer.from_file(path, policy_dir=directory)
+    return read_tokenizer_dir_file(path)
 
 
 def _load_model_dir(directory: Path) -> Tokenizer:
@@ -112,7 +144,7 @@ def _load_model_dir(directory: Path) -> Tokenizer:
         raise ValueError(f"{config_path}: tl_tokenizer: missing; expected {expected}")
     kind = config["tl_tokenizer"]
     if kind == "bytes":
-        return ByteTokenizer()
+        return _with_policy_files(directory, ByteTokenizer)
     if kind == "file":
         return _load_file_in_dir(directory)
     raise ValueError(f"{config_path}: tl_tokenizer: found {show(kind)}, expected {expected}")

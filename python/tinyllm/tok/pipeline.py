@@ -10,6 +10,8 @@ model in. A Rust fast path, when one is attached, must give exactly the same ids
 
 from __future__ import annotations
 
+import base64
+import decimal
 import itertools
 import json
 import os
@@ -23,10 +25,11 @@ from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
+from tinyllm.tok.policy import read_policy_files
 from tinyllm.tok.stochastic import piece_rng
 from tinyllm.tok.text.byte_alphabet import token_string
 from tinyllm.tok.stages.decoders import Joined
-from tinyllm.tok.stages.processors import PostProcessor
+from tinyllm.tok.stages.processors import PostProcessor, TemplateProcessing
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, find_all, raise_if_disallowed
 from tinyllm.tok.text.clean import clean_text, require_str
 
@@ -60,7 +63,10 @@ class PipelineTokenizer(TokenizerBase):
     MODEL_TYPE: Optional[str] = None  # the model.type a subclass wraps ("BPE", "WordPiece", "Unigram")
 
     def __init__(self, model, *, normalizer=None, pre_tokenizer=None, post_processor=None, decoder=None,
-                 added_tokens: Sequence[AddedToken] = ()) -> None:
+                 added_tokens: Sequence[AddedToken] = (), generation_config: Optional[dict] = None,
+                 tokenizer_config: Optional[dict] = None) -> None:
+        """`generation_config` / `tokenizer_config`: the parsed config files that name the
+        special-token roles (see `tinyllm.tok.policy`); None when the model directory has none."""
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
@@ -84,6 +90,28 @@ class PipelineTokenizer(TokenizerBase):
         self._added_by_content = {t.content: t for t in self.added_tokens}
         self._fast = None  # set by subclasses that attach a Rust engine
         self._decoder = decoder if decoder is not None else Joined()
+        own = {}
+        if self.unk_id is not None:
+            own["unk"] = (f"{self.FILE_NAME}: model.unk = {self._id_to_token[self.unk_id]!r} (id {self.unk_id})",
+                          self.unk_id)
+        self._resolve_policy(generation_config, tokenizer_config, own)
+
+    # -- identity -----------------------------------------------------------------------------
+    def semantic_components(self) -> dict:
+        """The parsed behaviour in the canonical profile, from each component's `to_json()`:
+        normalizer, pre-tokenizer, model (vocabulary as a list indexed by id, null where an id has
+        no model token; BPE merges in rank order; Unigram scores as exact decimal strings),
+        post-processor, decoder, added tokens ordered by id, and the special-token policy.
+        Fields without effect are left out or resolved (see docs/artifacts.md)."""
+        return {
+            "normalizer": _semantic_stage(self.normalizer),
+            "pre_tokenizer": _semantic_stage(self.pre_tokenizer),
+            "model": _semantic_model(self.model),
+            "post_processor": _semantic_post_processor(self.post_processor),
+            "decoder": _semantic_stage(self.decoder),
+            "added_tokens": [t.to_json() for t in sorted(self.added_tokens, key=lambda t: t.id)],
+            "special_tokens": self.special_token_policy.to_json(),
+        }
 
     # -- fast path ----------------------------------------------------------------------------
     @property
@@ -202,15 +230,35 @@ class PipelineTokenizer(TokenizerBase):
         return batch
 
     def encode_structured(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
-                          disallowed_special: SpecialSet = (),
-                          offset_coordinate: str = "raw_codepoints") -> EncodedSequence:
+                          disallowed_special: SpecialSet = (), offset_coordinate: str = "raw_codepoints",
+                          max_length: Optional[int] = None, truncation_side: str = "right") -> EncodedSequence:
         """Encode with pieces, a special-token mask and offsets in a declared coordinate.
 
         Offsets always point into the raw input, mapped back through the normalizer: a token made
-        from normalized text spans the source characters that produced it.
+        from normalized text spans the source characters that produced it. With `max_length=N`
+        the encoded ids (specials included) are cut to N after encoding, from the end
+        (`truncation_side="right"`) or the start ("left"); `original_length` and `truncated` say
+        what happened, `tokenizer_hash` names this tokenizer.
         """
-        return self.encode_pair(text, None, add_special, allowed_special=allowed_special,
-                                disallowed_special=disallowed_special, offset_coordinate=offset_coordinate)
+        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)
+                                       or max_length < 0):
+            raise ValueError(f"encode_structured: max_length = {max_length!r}; expected a non-negative integer or None")
+        if truncation_side not in ("right", "left"):
+            raise ValueError(f"encode_structured: truncation_side = {truncation_side!r}; expected 'right' or 'left'")
+        encoded = self.encode_pair(text, None, add_special, allowed_special=allowed_special,
+                                   disallowed_special=disallowed_special, offset_coordinate=offset_coordinate)
+        n = len(encoded.ids)
+        keep = slice(None)
+        if max_length is not None and n > max_length:
+            keep = slice(0, max_length) if truncation_side == "right" else slice(n - max_length, n)
+
+        def cut(values):
+            return None if values is None else list(values[keep])
+
+        return EncodedSequence(cut(encoded.ids), cut(encoded.pieces), cut(encoded.special_tokens_mask),
+                               cut(encoded.offsets), encoded.offset_coordinate, cut(encoded.type_ids),
+                               cut(encoded.sequence_ids), tokenizer_hash=self.semantic_hash, original_length=n,
+                               truncated=max_length is not None and n > max_length)
 
     def encode_pair(self, text: str, pair: Optional[str], add_special: bool = True, *,
                     allowed_special: SpecialSet = (), disallowed_special: SpecialSet = (),
@@ -380,16 +428,66 @@ class PipelineTokenizer(TokenizerBase):
         """The tokenizer of `dir/tokenizer.json` (or of that file), whose model must be this class's
         kind; `tinyllm.tok.load` picks the class by itself."""
         path = Path(dir)
+        configs = {}
         if path.is_dir():
+            generation_config, tokenizer_config = read_policy_files(path)
+            configs = {"generation_config": generation_config, "tokenizer_config": tokenizer_config}
             path = path / cls.FILE_NAME
         parts = read_tokenizer_json(path)
         if parts.model.type != cls.MODEL_TYPE:
             expected = f'"{cls.MODEL_TYPE}"' if cls.MODEL_TYPE else "none: use tinyllm.tok.load, which picks the class"
             raise ValueError(f'{path}: model.type: found "{parts.model.type}", expected {expected} for {cls.__name__}')
-        return cls(parts.model, **parts.stages())
+        try:
+            return cls(parts.model, **parts.stages(), **configs)
+        except ValueError as e:
+            raise ValueError(f"{path.parent}: {e}") from None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, specials={len(self._special_ids)})"
+
+
+def _semantic_stage(stage) -> Optional[dict]:
+    """A stage's `to_json()`, with what has no effect resolved: a Precompiled charsmap as the
+    standard base64 of its bytes, BertNormalizer's unset strip_accents as the lowercase it follows."""
+    return None if stage is None else _resolve_stage(stage.to_json())
+
+
+def _resolve_stage(doc: dict) -> dict:
+    kind = doc.get("type")
+    if kind == "Sequence":
+        key = "normalizers" if "normalizers" in doc else "pretokenizers"
+        return dict(doc, **{key: [_resolve_stage(d) for d in doc[key]]})
+    if kind == "Precompiled":
+        blob = base64.b64decode(doc["precompiled_charsmap"])
+        return dict(doc, precompiled_charsmap=base64.b64encode(blob).decode("ascii"))
+    if kind == "BertNormalizer" and doc.get("strip_accents") is None:
+        return dict(doc, strip_accents=doc["lowercase"])
+    return doc
+
+
+def _semantic_post_processor(processor) -> Optional[dict]:
+    """TemplateProcessing from its parsed templates (type ids explicit; the `tokens` strings,
+    which no id depends on, left out); other processors as their `to_json()`."""
+    if not isinstance(processor, TemplateProcessing):
+        return _semantic_stage(processor)
+
+    def template(items) -> list:
+        kinds = {"special": "SpecialToken", "sequence": "Sequence"}
+        return [{kinds[kind]: {"id": name, "type_id": type_id}} for kind, name, type_id in items]
+
+    return {"type": "TemplateProcessing", "single": template(processor.single), "pair": template(processor.pair),
+            "special_tokens": {name: {"id": name, "ids": list(ids)} for name, ids in processor.special_tokens.items()}}
+
+
+def _semantic_model(model) -> dict:
+    """The model's `to_json()` with the vocabulary as a list indexed by id (null for an id the
+    model does not hold) and Unigram scores as the exact decimal value of each binary float."""
+    doc = model.to_json()
+    if doc["type"] == "Unigram":
+        doc["vocab"] = [[piece, str(decimal.Decimal(score))] for piece, score in model.pieces]
+    else:
+        doc["vocab"] = list(model.id_to_token)
+    return doc
 
 
 def _is_regex_failure(e: ValueError) -> bool:
