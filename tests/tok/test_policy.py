@@ -156,3 +156,35 @@ def test_stop_ids_are_sorted_unique_and_hold_eos_and_eot(eos, eot):
     assert list(policy.stop_ids) == sorted(set(eos) | ({eot} if eot is not None else set()))
     assert policy.eos_id == eos[0]
     assert policy.to_json()["stop_ids"] == list(policy.stop_ids)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "smollm2"])
+def test_save_keeps_the_policy_and_the_semantic_hash(tmp_path, name):
+    from tinyllm.tok import load
+
+    tok = load(name)
+    tok.save(tmp_path)
+    again = load(tmp_path)
+    assert again.special_token_policy == tok.special_token_policy
+    assert again.semantic_hash == tok.semantic_hash
+
+
+def test_save_keeps_the_other_fields_of_the_config_files(tmp_path):
+    import json
+
+    from tinyllm.tok import load
+
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ x }}", "eos_token": "<|im_end|>"}))
+    load("smollm2").save(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert config["chat_template"] == "{{ x }}"
+    assert config["bos_token"] == "<|im_start|>" and config["eos_token"] == "<|im_end|>"
+    assert json.loads((tmp_path / "generation_config.json").read_text()) == {
+        "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2}
+
+
+def test_a_tokenizer_without_roles_writes_no_config_files(tmp_path):
+    from tinyllm.tok import ByteTokenizer
+
+    ByteTokenizer().save(tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional, Protocol, runtime_checkable
 
 from tinyllm.artifacts.canonical import framed_hash
-from tinyllm.tok.policy import EMPTY_POLICY, SpecialTokenPolicy, read_policy_files, resolve_policy
+from tinyllm.tok.policy import EMPTY_POLICY, SpecialTokenPolicy, read_policy_files, resolve_policy, write_policy_files
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, byte_of
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet
 from tinyllm.tok.text.clean import require_str, to_utf8
@@ -236,8 +236,10 @@ class ByteTokenizer(TokenizerBase):
         return bytes((check_id(i, 256, "token_bytes: id"),))
 
     def save(self, dir: str | os.PathLike) -> None:
-        """Create `dir`; the byte tokenizer has no state, so nothing is written."""
+        """Create `dir`; the byte tokenizer has no vocabulary to write, only its special-token
+        roles, when it has any (generation_config.json / tokenizer_config.json)."""
         Path(dir).mkdir(parents=True, exist_ok=True)
+        write_policy_files(dir, self.special_token_policy, self.id_to_token)
 
     @classmethod
     def load(cls, dir: str | os.PathLike) -> "ByteTokenizer":

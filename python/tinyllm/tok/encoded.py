@@ -8,7 +8,7 @@ declared in `offset_coordinate`:
 * `raw_codepoints` (default): indices into the Python `str` that was encoded;
 * `raw_utf8_bytes`: indices into its UTF-8 bytes.
 
-Inserted specials (from `add_special`) have the empty span `(0, 0)`. `encode_structured(...,
+Inserted specials (from `add_special`) have the offset None: no source text made them. `encode_structured(...,
 max_length=N, truncation_side="right"|"left")` keeps N ids and records `original_length` and
 `truncated`; `tokenizer_hash` is the producing tokenizer's H_sem and `input_ids` aliases `ids`. A byte-level token that
 holds only part of a character spans that whole character in `raw_codepoints`, and exactly its own
@@ -34,7 +34,7 @@ class EncodedSequence:
     ids: list[int]
     pieces: list[str]
     special_tokens_mask: list[bool]
-    offsets: list[tuple[int, int]]
+    offsets: list[Optional[tuple[int, int]]]
     offset_coordinate: OffsetCoordinate = "raw_codepoints"
     #: Per id: the segment type the model sees (BERT's token_type_ids); all 0 for one text.
     type_ids: Optional[list[int]] = None
@@ -97,6 +97,11 @@ class EncodedSequence:
             if not isinstance(flag, (bool, int)) or flag not in (0, 1):
                 raise ValueError(f"EncodedSequence.special_tokens_mask[{k}]: expected a bool, found {flag!r}")
         for k, span in enumerate(self.offsets):
+            if span is None:
+                if not self.special_tokens_mask[k]:
+                    raise ValueError(f"EncodedSequence.offsets[{k}]: None, but ids[{k}] is not a special token; "
+                                     "only inserted specials have no source span")
+                continue
             ok = isinstance(span, (tuple, list)) and len(span) == 2 and all(
                 isinstance(x, int) and not isinstance(x, bool) for x in span)
             if not ok or not 0 <= span[0] <= span[1]:

@@ -25,7 +25,7 @@ from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
-from tinyllm.tok.policy import read_policy_files
+from tinyllm.tok.policy import read_policy_files, write_policy_files
 from tinyllm.tok.stochastic import piece_rng
 from tinyllm.tok.text.byte_alphabet import token_string
 from tinyllm.tok.stages.decoders import Joined
@@ -289,7 +289,7 @@ class PipelineTokenizer(TokenizerBase):
         for inserted in wrapped.inserted:
             if inserted:
                 mask.append(True)
-                spans.append((0, 0))
+                spans.append(None)  # inserted by the template: no source span
                 continue
             t = next(tokens)
             mask.append(t.special)
@@ -418,10 +418,13 @@ class PipelineTokenizer(TokenizerBase):
         }
 
     def save(self, dir: str | os.PathLike) -> None:
-        """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers."""
+        """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers, and the
+        special-token roles into `dir`'s generation_config.json / tokenizer_config.json, so that
+        loading `dir` gives the same tokenizer and the same semantic hash."""
         path = Path(dir)
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path / self.FILE_NAME, json.dumps(self.to_document(), ensure_ascii=False, indent=1) + "\n")
+        write_policy_files(path, self.special_token_policy, self.id_to_token)
 
     @classmethod
     def load(cls, dir: str | os.PathLike):

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from tinyllm._io import read_json_file
+from tinyllm._io import atomic_write_text, read_json_file
 
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -122,6 +122,26 @@ def read_policy_files(directory: str | os.PathLike) -> tuple[Optional[dict], Opt
         file = path / name
         out.append(read_json_file(file) if file.is_file() else None)
     return out[0], out[1]
+
+
+def write_policy_files(directory: str | os.PathLike, policy: SpecialTokenPolicy,
+                       id_to_token: Callable[[int], str]) -> None:
+    """Write `policy` into `directory`'s generation_config.json (ids) and tokenizer_config.json
+    (token strings), so that `read_policy_files` + `resolve_policy` give it back. Fields of those
+    files that are not roles (a chat template, `model_max_length`, ...) are kept; nothing is
+    written for a policy without roles. Both writes are atomic."""
+    if policy == EMPTY_POLICY:
+        return
+    ids = {"bos_token_id": policy.bos_id, "pad_token_id": policy.pad_id,
+           "eos_token_id": list(policy.eos_ids) if len(policy.eos_ids) > 1 else policy.eos_id}
+    tokens = {field: id_to_token(getattr(policy, f"{role}_id"))
+              for field, role in CONFIG_TOKEN_FIELDS.items() if getattr(policy, f"{role}_id") is not None}
+    path = Path(directory)
+    for name, roles in ((GENERATION_CONFIG, ids), (TOKENIZER_CONFIG, tokens)):
+        file = path / name
+        doc = dict(_object(read_json_file(file), str(file))) if file.is_file() else {}
+        doc.update({field: value for field, value in roles.items() if value is not None})
+        atomic_write_text(file, json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
 
 
 def resolve_policy(token_to_id: Callable[[str], Optional[int]], vocab_size: int, *,

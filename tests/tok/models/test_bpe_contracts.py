@@ -131,7 +131,8 @@ def test_structured_add_special_marks_inserted_tokens():
     enc = tok.encode_structured(" the", add_special=True)
     assert enc.ids == [257, 101, 258] == tok.encode(" the", add_special=True)
     assert enc.special_tokens_mask == [False, False, True]
-    assert enc.offsets == [(0, 3), (3, 4), (0, 0)]
+    assert enc.offsets == [(0, 3), (3, 4), None]  # the inserted special has no source span
+    enc.validate(tok.vocab_size)
     with pytest.raises(ValueError, match="offset_coordinate = 'bytes'"):
         tok.encode_structured("x", offset_coordinate="bytes")
 
