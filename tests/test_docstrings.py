@@ -30,6 +30,8 @@ MODULES = [
     "tinyllm.artifacts.golden",
     "tinyllm.artifacts.domains",
     "tinyllm.artifacts.bundle",
+    "tinyllm.artifacts.doctor",
+    "tinyllm.artifacts.doctor_subject",
     "tinyllm.tok.stages.normalizers",
     "tinyllm.tok.stages.pre_tokenizers",
     "tinyllm.tok.stages.processors",

@@ -10,8 +10,9 @@
     tinyllm train unigram corpus.txt -o model/ --vocab-size 8000
     tinyllm reconcile bundle.json            # "ok <bundle hash>", or the failed check and its field
     tinyllm manifest model/ -o manifest.json # semantic and release hashes, release files, policy
+    tinyllm doctor model/ [--json]           # the failure lab: one line per check; exit 1 on an error
 
-Errors print one line on stderr and exit with status 2.
+Errors print one line on stderr and exit with status 2 (`doctor` exits 1 when it finds an error).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tinyllm._io import atomic_write_text
 
 DEFAULT_TOKENIZER = "gpt2"
 EXIT_USAGE = 2
+EXIT_FINDINGS = 1
 
 
 class CliError(ValueError):
@@ -254,6 +256,15 @@ def _cmd_manifest(args: argparse.Namespace) -> None:
         sys.stdout.write(text)
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    """`tinyllm doctor PATH [--json]`: one finding per check; exit 1 when any is an error."""
+    from tinyllm.artifacts.doctor import diagnose, findings_json, has_errors, report
+
+    findings = diagnose(args.path)
+    sys.stdout.write(findings_json(findings) if args.json else report(findings, args.path))
+    return EXIT_FINDINGS if has_errors(findings) else 0
+
+
 def _print(text: str) -> None:
     sys.stdout.write(text + "\n")
 
@@ -334,6 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     man.add_argument("--output", "-o", help="write the manifest to this file (atomically) instead of stdout")
     man.set_defaults(run=_cmd_manifest)
 
+    doc = sub.add_parser("doctor", help="check a model directory or bundle for tokenizer/model mismatches")
+    doc.add_argument("path", help="a model directory, a bundle JSON file or a preset name")
+    doc.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    doc.set_defaults(run=_cmd_doctor)
+
     from tinyllm.artifacts import golden
 
     golden.add_cli(sub)
@@ -346,14 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        args.run(args)
+        status = args.run(args)
     except (ValueError, OSError) as e:
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         sys.stderr.write(f"tinyllm: error: {message}\n")
         return EXIT_USAGE
     except BrokenPipeError:  # pragma: no cover - e.g. `tinyllm encode ... | head`
         return 0
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ def _read_json(path: Path) -> dict:
     return doc
 
 
-def _directory_template(directory: Path) -> tuple[Optional[str], dict]:
+def directory_template(directory: Path) -> tuple[Optional[str], dict]:
     """(template, tokenizer_config) of a model directory; the template may be None."""
     config_path = directory / "tokenizer_config.json"
     config = _read_json(config_path) if config_path.is_file() else {}
@@ -118,7 +118,7 @@ def _directory_template(directory: Path) -> tuple[Optional[str], dict]:
     return None, config
 
 
-def _special_variables(config: dict) -> dict:
+def template_variables(config: dict) -> dict:
     """bos_token, eos_token, unk_token, pad_token as strings (config values may be AddedToken dicts)."""
     out = {}
     for key in ("bos_token", "eos_token", "unk_token", "pad_token"):
@@ -150,15 +150,15 @@ def _resolve(model, chat_template: Optional[str]):
         path = Path(model)
         tok = _load_cached(os.fspath(path.resolve()) if path.exists() else os.fspath(model), _stamp(path))
         if path.is_dir():
-            template, config = _directory_template(path)
+            template, config = directory_template(path)
         elif path.is_file() and (path.parent / "tokenizer_config.json").is_file():
-            template, config = _directory_template(path.parent)
+            template, config = directory_template(path.parent)
         else:
             from tinyllm.tok.load import preset_directory
 
             directory = preset_directory(os.fspath(model))
             if directory is not None:
-                template, config = _directory_template(directory)
+                template, config = directory_template(directory)
     else:
         tok = model
         if not callable(getattr(tok, "encode", None)):
@@ -171,7 +171,7 @@ def _resolve(model, chat_template: Optional[str]):
     if template is None:
         raise ValueError("chat_template: the model has no chat template (tokenizer_config.json, chat_template.json "
                          "or chat_template.jinja) and none was given; pass chat_template=")
-    return tok, template, _special_variables(config)
+    return tok, template, template_variables(config)
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -216,7 +216,10 @@ def _compiled(template: str):
     return _environment().from_string(template)
 
 
-def _render(template: str, messages: list[dict], variables: dict, add_generation_prompt: bool, **extra) -> str:
+def render_template_text(template: str, messages: list[dict], variables: dict, add_generation_prompt: bool,
+                         **extra) -> str:
+    """The text a Jinja chat template renders for `messages` (Hugging Face's settings), with
+    `variables` (see `template_variables`); a template error is a ValueError."""
     from jinja2.exceptions import TemplateError
 
     try:
@@ -244,10 +247,10 @@ _SENTINEL = "\ue000tinyllm:{}\ue001"
 def _spans(template: str, messages: list[dict], variables: dict, add_generation_prompt: bool,
            continue_final_message: bool, extra: dict) -> tuple[str, list[tuple[int, int, Any]]]:
     """The rendered text and its content spans (start, end, (index, role)), in text order."""
-    real = _render(template, messages, variables, add_generation_prompt, **extra)
+    real = render_template_text(template, messages, variables, add_generation_prompt, **extra)
     marked_messages = [dict(m, content=_SENTINEL.format(k)) if isinstance(m.get("content"), str) else m
                        for k, m in enumerate(messages)]
-    marked = _render(template, marked_messages, variables, add_generation_prompt, **extra)
+    marked = render_template_text(template, marked_messages, variables, add_generation_prompt, **extra)
     pieces = re.split("\ue000tinyllm:(\\d+)\ue001", marked)
     text, spans = [], []
     at = 0
