@@ -66,13 +66,14 @@ def release_texts() -> dict[str, str]:
 
 def positive() -> dict:
     """The sealed ids-0-11 bundle."""
+    from tinyllm.artifacts import golden
     from tinyllm.artifacts.bundle import derive_hashes, seal
     from tinyllm.artifacts.canonical import canonical_bytes
     from tinyllm.tok.load import tokenizer_from_document
 
     doc = tokenizer_json()
     tok = tokenizer_from_document(doc, "tokenizer.json", generation_config=GENERATION_CONFIG)
-    cases = [{"text": text, "ids": tok.encode(text)} for text in GOLDEN_TEXTS]
+    cases = golden.make(tok, GOLDEN_TEXTS)
     zero = "0" * 64
     bundle = {
         "corpus": {"revision": "tiny-corpus@r1", "fit_split": "train",
@@ -138,6 +139,11 @@ def _older_corpus(b): b["corpus"]["revision"] = "tiny-corpus@r0"
 def _older_template(b): b["template"]["source"] = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
 
 
+def _edit_first_golden_id(bundle: dict) -> None:
+    case = bundle["golden"]["cases"][0]
+    case["ids"][0] = (case["ids"][0] + 1) % 12
+
+
 NEGATIVES = [
     ("same-size-different-id-assignment", "same vocabulary size, different ID assignment",
      "tokenizer_semantic_hash", "declared_hashes.tokenizer_semantic_hash", False, _swap_ids),
@@ -190,6 +196,8 @@ NEGATIVES = [
      "bundle_hash", "declared_hashes.bundle_hash", False, _set("checkpoint.output_vocab_rows", 16)),
     ("dataset-max-id-out-of-range", "(extra) a dataset holding an id the tokenizer cannot emit",
      "dataset_max_token_id", "dataset.max_token_id", True, _set("dataset.max_token_id", 12)),
+    ("golden-case-disagrees", "(extra) a golden case this runtime does not reproduce, bundle re-sealed",
+     "golden_cases", "golden.cases[0].ids", True, _edit_first_golden_id),
 ]
 
 

@@ -265,3 +265,13 @@ def test_generator_check_reports_a_stale_fixture(tmp_path):
     (tmp_path / tool.EXAMPLE / "negative" / "hand-made.json").write_text("{}", encoding="utf-8")
     problems = tool.differences(tmp_path)
     assert len(problems) == 2 and "stale" in problems[0] and "not generated" in problems[1]
+
+
+def test_golden_cases_that_are_not_golden_records_fail_their_own_check():
+    from tinyllm.artifacts.bundle import BundleError, reconcile, seal
+
+    bundle = json.loads((EXAMPLE / "bundle.json").read_text())
+    bundle["golden"]["cases"] = [{"text": "a", "ids": [0]}]
+    with pytest.raises(BundleError) as info:
+        reconcile(seal(bundle))
+    assert (info.value.check, info.value.field) == ("golden_cases", "golden.cases")

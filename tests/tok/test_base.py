@@ -156,3 +156,23 @@ def test_pipeline_classes_load_their_own_kind_and_refuse_another(tmp_path):
     assert type(again) is BPETokenizer and again.encode("Hello world") == [15496, 995]
     with pytest.raises(ValueError, match='model.type: found "BPE", expected "WordPiece" for WordPieceTokenizer'):
         WordPieceTokenizer.load(tmp_path / "tokenizer.json")
+
+
+@given(texts)
+def test_byte_structured_encoding_matches_encode_and_covers_the_text(text):
+    tok = ByteTokenizer()
+    for coordinate in ("raw_codepoints", "raw_utf8_bytes"):
+        enc = tok.encode_structured(text, offset_coordinate=coordinate)
+        assert enc.ids == tok.encode(text)
+        assert enc.pieces == [tok.id_to_token(i) for i in enc.ids]
+        enc.validate(256, source_length=len(text) if coordinate == "raw_codepoints" else len(enc.ids))
+    bytes_enc = tok.encode_structured(text, offset_coordinate="raw_utf8_bytes")
+    assert bytes_enc.offsets == [(k, k + 1) for k in range(len(bytes_enc.ids))]
+
+
+def test_byte_structured_encoding_truncates_and_says_so():
+    enc = ByteTokenizer().encode_structured("héllo", max_length=3, truncation_side="left")
+    assert enc.ids == [108, 108, 111] and enc.original_length == 6 and enc.truncated
+    assert enc.tokenizer_hash == ByteTokenizer().semantic_hash
+    with pytest.raises(ValueError, match="truncation_side = 'middle'"):
+        ByteTokenizer().encode_structured("x", max_length=1, truncation_side="middle")

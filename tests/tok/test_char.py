@@ -201,3 +201,17 @@ def test_token_lookups(hand):
     assert hand.id_to_token(7) == "o"
     with pytest.raises(ValueError, match="id_to_token: id = 8 is out of range"):
         hand.id_to_token(8)
+
+
+def test_char_structured_encoding_marks_specials_and_their_spans():
+    tok = CharTokenizer.train(["hello"], specials=("<bos>", "<eos>"))
+    enc = tok.encode_structured("he<eos>l", add_special=True, allowed_special="all")
+    assert enc.ids == tok.encode("he<eos>l", add_special=True, allowed_special="all")
+    assert enc.pieces == ["<bos>", "h", "e", "<eos>", "l", "<eos>"]
+    assert enc.offsets == [None, (0, 1), (1, 2), (2, 7), (7, 8), None]
+    assert enc.special_tokens_mask == [True, False, False, True, False, True]
+    typed = tok.encode_structured("<eos>")  # not allowed: five ordinary characters
+    assert not any(typed.special_tokens_mask) and len(typed.ids) == 5
+    cut = tok.encode_structured("hello", add_special=True, max_length=3)
+    assert cut.ids == [1, 4, 3] and cut.original_length == 7 and cut.truncated
+    assert tok.encode_structured("hé", offset_coordinate="raw_utf8_bytes").offsets == [(0, 1), (1, 3)]

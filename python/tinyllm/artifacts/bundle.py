@@ -31,7 +31,7 @@ import copy
 import re
 from typing import Any
 
-from tinyllm.artifacts import domains
+from tinyllm.artifacts import domains, golden
 from tinyllm.artifacts.canonical import canonical_bytes
 from tinyllm.artifacts.identity import semantic_hash
 from tinyllm.artifacts.validate import first_problem
@@ -54,7 +54,7 @@ CHECKS = (
     "dataset_tokenizer_hash", "dataset_corpus_hash", "dataset_template_hash",
     "checkpoint_tokenizer_hash", "checkpoint_template_hash",
     *(f"checkpoint_{role}" for role, _ in SPECIAL_ROLES),
-    "input_rows", "output_rows", "dataset_max_token_id", "tied_storage",
+    "input_rows", "output_rows", "dataset_max_token_id", "tied_storage", "golden_cases",
 )
 
 TOKENIZER_SOURCE = "tokenizer.tokenizer_json"
@@ -203,3 +203,14 @@ def reconcile(bundle: Any) -> None:
     if checkpoint["tied_output_head"] and not checkpoint["tied_storage_verified"]:
         raise _fail("tied_storage", "checkpoint.tied_storage_verified", False, "true",
                     "a tied output head must have its shared storage verified")
+
+    # The hashes prove which tokenizer is declared; the golden cases prove this runtime encodes
+    # and decodes as it did when they were recorded.
+    try:
+        mismatches = golden.verify(tok, bundle["golden"]["cases"])
+    except ValueError as e:  # not golden records at all
+        raise BundleError("golden_cases", "golden.cases", f"{e}; expected records of tinyllm.artifacts.golden.make") from None
+    if mismatches:
+        first = mismatches[0]
+        raise _fail("golden_cases", f"golden.cases[{first.index}].{first.field}", first.found, show(first.expected),
+                    f"{len(mismatches)} mismatches: this runtime does not reproduce the recorded cases")

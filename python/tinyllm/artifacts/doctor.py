@@ -335,6 +335,8 @@ _RECONCILE_FIXES: tuple[tuple[Callable[[str], bool], str], ...] = (
     (lambda c: c.endswith("_rows"), "resize the checkpoint's rows to cover every id (1 + max id)"),
     (lambda c: c == "dataset_max_token_id", "the dataset holds ids the tokenizer lacks: re-encode it"),
     (lambda c: c == "tied_storage", "verify the tied head shares storage, then set tied_storage_verified: true"),
+    (lambda c: c == "golden_cases", "this runtime does not reproduce the recorded cases: find what changed in the "
+                                    "tokenizer or engine, or re-record them with `tinyllm golden make` and re-seal"),
 )
 
 

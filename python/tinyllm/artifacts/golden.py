@@ -32,7 +32,7 @@ User text is encoded untrusted: control text typed by a user (`<|endoftext|>`) s
 >>> tok = load("bytes")
 >>> [record] = make(tok, ["hé"])
 >>> record["ids"], record["offsets"], record["offset_coordinate"]
-([104, 195, 169], [[0, 1], [1, 2], [2, 3]], 'raw_utf8_bytes')
+([104, 195, 169], [[0, 1], [1, 2], [1, 2]], 'raw_codepoints')
 >>> verify(tok, [record])
 []
 >>> record["ids"][1] = 196
@@ -51,10 +51,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tinyllm._io import atomic_write_text, read_text_file
-from tinyllm.artifacts.canonical import canonical_bytes, framed_hash
+from tinyllm.artifacts.canonical import canonical_bytes
+from tinyllm.artifacts.domains import GOLDEN, golden_hash  # noqa: F401 (golden_hash: this module's API too)
 
 #: The framed-hash domain of a list of golden records (the bundle's `golden_hash`).
-GOLDEN_DOMAIN = "tokenizer-golden-v1"
+GOLDEN_DOMAIN = GOLDEN  # one definition, with every other hash domain
 
 #: The shipped default cases, one JSON object a line (see `read_cases`).
 DEFAULT_CASES_FILE = Path(__file__).with_name("golden_cases.jsonl")
@@ -275,7 +276,8 @@ def _special_id_set(tok) -> frozenset:
 
 
 def _byte_offsets(tok, text: str, ids: Sequence[int], chunks: Optional[list[bytes]]):
-    """Spans in raw UTF-8 bytes for tokenizers without `encode_structured`: each token's bytes
+    """Spans in raw UTF-8 bytes for a tokenizer without `encode_structured` (one a user brings:
+    the Tokenizer protocol does not require it; tinyllm's own all have it): each token's bytes
     must continue the text's bytes; an unknown id stands for one character (as in CharTokenizer).
     None when the tokens do not spell the text."""
     if chunks is None:
@@ -432,9 +434,6 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def golden_hash(records: Sequence[Mapping]) -> str:
-    """framed_hash(GOLDEN_DOMAIN, records): the cases, their expected ids and everything recorded."""
-    return framed_hash(GOLDEN_DOMAIN, list(records))
 
 
 # -- files --------------------------------------------------------------------------------------

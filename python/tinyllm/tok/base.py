@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Optional, Protocol, runtime_checkable
 
 from tinyllm.artifacts.canonical import framed_hash
+from tinyllm.tok.encoded import EncodedSequence, check_structured_options, truncate
 from tinyllm.tok.policy import EMPTY_POLICY, SpecialTokenPolicy, read_policy_files, resolve_policy, write_policy_files
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, byte_of
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet
-from tinyllm.tok.text.clean import require_str, to_utf8
+from tinyllm.tok.text.clean import clean_text, require_str, to_utf8
 
 
 @runtime_checkable
@@ -221,6 +222,25 @@ class ByteTokenizer(TokenizerBase):
         # Validates the policy's names even though no text can match: there are no specials.
         SpecialPolicy.resolve({}, allowed_special, disallowed_special)
         return list(to_utf8(require_str(text, "encode: text")))
+
+    def encode_structured(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
+                          disallowed_special: SpecialSet = (), offset_coordinate: str = "raw_codepoints",
+                          max_length: Optional[int] = None, truncation_side: str = "right") -> EncodedSequence:
+        """The ids with their pieces and offsets: byte k spans (k, k + 1) in `raw_utf8_bytes`, and the
+        whole character it belongs to in `raw_codepoints`.
+
+        >>> ByteTokenizer().encode_structured("hé").offsets
+        [(0, 1), (1, 2), (1, 2)]
+        """
+        check_structured_options(offset_coordinate, max_length, truncation_side)
+        ids = self.encode(text, add_special, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        if offset_coordinate == "raw_utf8_bytes":
+            spans = [(k, k + 1) for k in range(len(ids))]
+        else:
+            spans = [(k, k + 1) for k, ch in enumerate(clean_text(text)) for _ in ch.encode("utf-8")]
+        encoded = EncodedSequence(ids, [self.id_to_token(i) for i in ids], [False] * len(ids), spans,
+                                  offset_coordinate)
+        return truncate(encoded, max_length, truncation_side, self.semantic_hash)
 
     def decode(self, ids: Sequence[int], skip_special: bool = False) -> str:
         return bytes(check_ids(ids, 256, context="decode")).decode("utf-8", "replace")

@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 from tinyllm._io import atomic_write_text, read_json_file
 from tinyllm.tok.formats import schema_check as schemas
+from tinyllm.tok.encoded import EncodedSequence, check_structured_options, truncate
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.policy import read_policy_files
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, split_on_specials
@@ -174,22 +175,60 @@ class CharTokenizer(TokenizerBase):
         allowed_special: SpecialSet = (),
         disallowed_special: SpecialSet = (),
     ) -> list[int]:
-        text = clean_text(require_str(text, "encode: text"))
+        units = self._units(clean_text(require_str(text, "encode: text")), allowed_special, disallowed_special)
+        ids = [i for i, _, _, _ in units]
+        if add_special:
+            ids = self._bos() + ids + self._eos()
+        return ids
+
+    def _units(self, text: str, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> list[tuple]:
+        """(id, start, end, special) per id of `text` (already clean): one code point, or an
+        allowed special's whole text."""
         policy = SpecialPolicy.resolve(self.special_ids, allowed_special, disallowed_special)
-        unk = self.unk_id
-        ids: list[int] = []
+        unk, lookup = self.unk_id, self._char_id.get
+        units, pos = [], 0
         for segment, is_special in split_on_specials(text, policy):
             if is_special:
-                ids.append(self._id_of[segment])
+                units.append((self._id_of[segment], pos, pos + len(segment), True))
             else:
-                lookup = self._char_id.get
-                ids.extend([lookup(ch, unk) for ch in segment])
+                units.extend((lookup(ch, unk), pos + k, pos + k + 1, False) for k, ch in enumerate(segment))
+            pos += len(segment)
+        return units
+
+    def _bos(self) -> list[int]:
+        return [self.roles["bos"]] if "bos" in self.roles else []
+
+    def _eos(self) -> list[int]:
+        return [self.roles["eos"]] if "eos" in self.roles else []
+
+    def encode_structured(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
+                          disallowed_special: SpecialSet = (), offset_coordinate: str = "raw_codepoints",
+                          max_length: Optional[int] = None, truncation_side: str = "right") -> EncodedSequence:
+        """The ids with their pieces, special mask and offsets; inserted BOS/EOS have offset None.
+
+        >>> tok = CharTokenizer.train(["hé"], specials=("<bos>",))
+        >>> enc = tok.encode_structured("hé", add_special=True, offset_coordinate="raw_utf8_bytes")
+        >>> enc.pieces, enc.offsets, enc.special_tokens_mask
+        (['<bos>', 'h', 'é'], [None, (0, 1), (1, 3)], [True, False, False])
+        """
+        check_structured_options(offset_coordinate, max_length, truncation_side)
+        text = clean_text(require_str(text, "encode_structured: text"))
+        units = self._units(text, allowed_special, disallowed_special)
+        if offset_coordinate == "raw_utf8_bytes":
+            at = [0]
+            for ch in text:
+                at.append(at[-1] + len(ch.encode("utf-8")))
+            units = [(i, at[s], at[e], special) for i, s, e, special in units]
+        ids = [i for i, _, _, _ in units]
+        mask = [special for _, _, _, special in units]
+        spans: list = [(s, e) for _, s, e, _ in units]
         if add_special:
-            if "bos" in self.roles:
-                ids.insert(0, self.roles["bos"])
-            if "eos" in self.roles:
-                ids.append(self.roles["eos"])
-        return ids
+            bos, eos = self._bos(), self._eos()
+            ids = bos + ids + eos
+            mask = [True] * len(bos) + mask + [True] * len(eos)
+            spans = [None] * len(bos) + spans + [None] * len(eos)
+        encoded = EncodedSequence(ids, [self.vocab[i] for i in ids], mask, spans, offset_coordinate)
+        return truncate(encoded, max_length, truncation_side, self.semantic_hash)
 
     def decode(self, ids: Sequence[int], skip_special: bool = False) -> str:
         checked = check_ids(ids, self.vocab_size, context="decode")

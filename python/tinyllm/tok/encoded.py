@@ -116,3 +116,38 @@ class EncodedSequence:
                 if bad:
                     raise ValueError(f"EncodedSequence.{name}[{k}]: unexpected value {v!r}")
         return self
+
+
+def check_structured_options(offset_coordinate: str, max_length, truncation_side: str) -> None:
+    """The options every `encode_structured` takes; ValueError names the bad one."""
+    if offset_coordinate not in COORDINATES:
+        raise ValueError(f"encode_structured: offset_coordinate = {offset_coordinate!r}; expected one of "
+                         f"{', '.join(COORDINATES)}")
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0):
+        raise ValueError(f"encode_structured: max_length = {max_length!r}; expected a non-negative integer or None")
+    if truncation_side not in ("right", "left"):
+        raise ValueError(f"encode_structured: truncation_side = {truncation_side!r}; expected 'right' or 'left'")
+
+
+def truncate(encoded: EncodedSequence, max_length: Optional[int], truncation_side: str,
+             tokenizer_hash: Optional[str]) -> EncodedSequence:
+    """`encoded` cut to `max_length` ids (specials included) from the end ("right") or the start
+    ("left"), recording `original_length`, `truncated` and the producing tokenizer's hash.
+
+    >>> e = EncodedSequence([1, 2, 3], ["a", "b", "c"], [False] * 3, [(0, 1), (1, 2), (2, 3)])
+    >>> t = truncate(e, 2, "left", None)
+    >>> t.ids, t.offsets, t.original_length, t.truncated
+    ([2, 3], [(1, 2), (2, 3)], 3, True)
+    """
+    n = len(encoded.ids)
+    cut = max_length is not None and n > max_length
+    keep = slice(None) if not cut else slice(0, max_length) if truncation_side == "right" else slice(n - max_length, n)
+
+    def part(values):
+        return None if values is None else list(values[keep])
+
+    return EncodedSequence(part(encoded.ids), part(encoded.pieces), part(encoded.special_tokens_mask),
+                           part(encoded.offsets), encoded.offset_coordinate, part(encoded.type_ids),
+                           part(encoded.sequence_ids), tokenizer_hash=tokenizer_hash, original_length=n,
+                           truncated=cut)
+

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from tinyllm._io import atomic_write_text
-from tinyllm.tok.encoded import COORDINATES, EncodedSequence
+from tinyllm.tok.encoded import COORDINATES, EncodedSequence, check_structured_options, truncate
 from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
@@ -240,25 +240,10 @@ class PipelineTokenizer(TokenizerBase):
         (`truncation_side="right"`) or the start ("left"); `original_length` and `truncated` say
         what happened, `tokenizer_hash` names this tokenizer.
         """
-        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)
-                                       or max_length < 0):
-            raise ValueError(f"encode_structured: max_length = {max_length!r}; expected a non-negative integer or None")
-        if truncation_side not in ("right", "left"):
-            raise ValueError(f"encode_structured: truncation_side = {truncation_side!r}; expected 'right' or 'left'")
+        check_structured_options(offset_coordinate, max_length, truncation_side)
         encoded = self.encode_pair(text, None, add_special, allowed_special=allowed_special,
                                    disallowed_special=disallowed_special, offset_coordinate=offset_coordinate)
-        n = len(encoded.ids)
-        keep = slice(None)
-        if max_length is not None and n > max_length:
-            keep = slice(0, max_length) if truncation_side == "right" else slice(n - max_length, n)
-
-        def cut(values):
-            return None if values is None else list(values[keep])
-
-        return EncodedSequence(cut(encoded.ids), cut(encoded.pieces), cut(encoded.special_tokens_mask),
-                               cut(encoded.offsets), encoded.offset_coordinate, cut(encoded.type_ids),
-                               cut(encoded.sequence_ids), tokenizer_hash=self.semantic_hash, original_length=n,
-                               truncated=max_length is not None and n > max_length)
+        return truncate(encoded, max_length, truncation_side, self.semantic_hash)
 
     def encode_pair(self, text: str, pair: Optional[str], add_special: bool = True, *,
                     allowed_special: SpecialSet = (), disallowed_special: SpecialSet = (),
