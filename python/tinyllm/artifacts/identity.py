@@ -21,14 +21,13 @@ import hashlib
 import os
 from pathlib import Path
 
-from tinyllm.artifacts.canonical import framed_hash
-from tinyllm.tok.base import SEMANTIC_DOMAIN
+from tinyllm.artifacts import domains
 from tinyllm.tok.load import load, preset_directory
 
 #: H_sem: the parsed behaviour of a tokenizer.
-TOKENIZER_SEMANTIC_DOMAIN = SEMANTIC_DOMAIN
+TOKENIZER_SEMANTIC_DOMAIN = domains.SEMANTIC
 #: H_release: H_sem plus the raw release files.
-TOKENIZER_RELEASE_DOMAIN = "tokenizer-release-v1"
+TOKENIZER_RELEASE_DOMAIN = domains.RELEASE
 
 DOMAINS = (TOKENIZER_SEMANTIC_DOMAIN, TOKENIZER_RELEASE_DOMAIN)
 
@@ -70,13 +69,14 @@ def file_declarations(directory: str | os.PathLike) -> list[dict]:
 
 def release_components(directory: str | os.PathLike) -> dict:
     """What H_release hashes: H_sem of the directory's tokenizer and its file declarations."""
-    files = file_declarations(directory)
-    return {"semantic_hash": semantic_hash(load(Path(directory))), "files": files}
+    files = file_declarations(directory)  # first: it names a missing directory as such
+    return domains.release_payload(semantic_hash(load(Path(directory))), files)
 
 
 def release_hash(directory: str | os.PathLike) -> str:
     """H_release of a model directory (see the module docstring)."""
-    return framed_hash(TOKENIZER_RELEASE_DOMAIN, release_components(directory))
+    components = release_components(directory)
+    return domains.release_hash_of(components["semantic_hash"], components["files"])
 
 
 def load_preset_dir(name: str) -> Path:
