@@ -12,6 +12,7 @@ MODULES = [
     "tinyllm.tok.text.byte_alphabet",
     "tinyllm.tok.char",
     "tinyllm.tok.load",
+    "tinyllm.tok.formats.tiktoken",
     "tinyllm.tok.stages.special_policy",
     "tinyllm.tok.stream",
     "tinyllm.tok.text.clean",

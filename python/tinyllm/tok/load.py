@@ -5,8 +5,18 @@ Resolution order:
 1. an existing directory: its `config.json` names the kind in `tl_tokenizer`
    (`"bytes"`: the byte tokenizer, `"file"`: the tokenizer file inside the directory); without
    a `config.json`, the tokenizer file inside it is used;
-2. an existing file: `tokenizer.json`, `tinyllm_char.json`, or a JSON file in either format;
-3. a built-in preset name: `"bytes"`, `"gpt2"` or `"smollm2"`.
+2. an existing file: `tokenizer.json`, `tinyllm_char.json`, a JSON file in either format, or a
+   tiktoken `.tiktoken` file (see below);
+3. a built-in preset name: `"bytes"`, `"gpt2"`, `"smollm2"`, `"cl100k"` or `"o200k"` (the last two
+   are OpenAI's cl100k_base and o200k_base, from their `.tiktoken` files).
+
+A `.tiktoken` file holds only ranks, so `load` takes the pre-tokenizer as `pattern=` (one of
+`"gpt2"`, `"r50k"`, `"p50k"`, `"cl100k"`, `"o200k"`, or a regex string) and the special tokens as
+`special_tokens={text: id}` (default: those of the named encoding; none for a regex string). When
+`pattern` is not given, a file whose name stem is exactly `cl100k_base`, `o200k_base`,
+`r50k_base`, `p50k_base` or `gpt2` implies its pattern; any other `.tiktoken` file without
+`pattern` is a ValueError listing the pattern names. `pattern` and `special_tokens` apply to
+`.tiktoken` files only; passing them for anything else is a ValueError.
 
 A directory (and a file-backed preset) also gives the special-token roles of its
 `generation_config.json` and `tokenizer_config.json` (see `tinyllm.tok.policy`); a tokenizer file
@@ -16,6 +26,8 @@ loaded by its own path names no roles beyond its own.
 256
 >>> load("gpt2").encode(" cat")
 [3797]
+>>> load("cl100k").encode("Hello world")
+[9906, 1917]
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from tinyllm._io import read_json_file
 from tinyllm.tok.formats.schema_check import show
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
+from tinyllm.tok.formats.tiktoken import SUFFIX as TIKTOKEN_SUFFIX, read_tiktoken
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
 from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
 from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
@@ -89,10 +102,22 @@ def _preset_file(name: str) -> Callable[[], Tokenizer]:
     return functools.lru_cache(maxsize=None)(lambda: read_tokenizer_dir_file(PRESET_DIR / name / HF_FILE))
 
 
+def _preset_tiktoken(name: str, file_name: str) -> Callable[[], Tokenizer]:
+    """A preset shipped as a `.tiktoken` file (its stem implies the pattern and the specials),
+    with the roles of the config files beside it; parsed once per process."""
+    def build() -> Tokenizer:
+        parts = read_tiktoken(PRESET_DIR / name / file_name)
+        return _with_policy_files(PRESET_DIR / name, lambda **configs: tokenizer_from_parts(parts, **configs))
+
+    return functools.lru_cache(maxsize=None)(build)
+
+
 PRESETS: dict[str, Callable[[], Tokenizer]] = {
     "bytes": ByteTokenizer,
     "gpt2": _preset_file("gpt2"),
     "smollm2": _preset_file("smollm2"),
+    "cl100k": _preset_tiktoken("cl100k", "cl100k_base.tiktoken"),
+    "o200k": _preset_tiktoken("o200k", "o200k_base.tiktoken"),
 }
 
 # The tokenizer files a model directory may hold, and how to read each.
@@ -114,7 +139,8 @@ def _load_file(path: Path) -> Tokenizer:
     if isinstance(doc, dict) and "model" in doc:
         return tokenizer_from_document(doc, str(path))
     raise ValueError(
-        f"{path}: not a tokenizer file tinyllm knows; expected {HF_FILE}, {CHAR_FILE} or a file in one of their formats"
+        f"{path}: not a tokenizer file tinyllm knows; expected {HF_FILE}, {CHAR_FILE}, a file in one of their formats "
+        f"or a {TIKTOKEN_SUFFIX} file"
     )
 
 
@@ -150,11 +176,20 @@ def _load_model_dir(directory: Path) -> Tokenizer:
     raise ValueError(f"{config_path}: tl_tokenizer: found {show(kind)}, expected {expected}")
 
 
-def load(path_or_name: str | os.PathLike) -> Tokenizer:
-    """Load a tokenizer from a model directory, a tokenizer file, or a preset name."""
+def load(path_or_name: str | os.PathLike, *, pattern: Optional[str] = None,
+         special_tokens: Optional[dict] = None) -> Tokenizer:
+    """Load a tokenizer from a model directory, a tokenizer file, or a preset name.
+
+    `pattern` and `special_tokens` are for `.tiktoken` files only (see the module docstring): the
+    pre-tokenizer (a name or a regex string) and the special tokens `{text: id}`."""
     if not isinstance(path_or_name, (str, os.PathLike)):
         raise ValueError(f"load: expected a path or a preset name, got {type(path_or_name).__name__}")
     path = Path(path_or_name)
+    if path.is_file() and path.suffix == TIKTOKEN_SUFFIX:
+        return tokenizer_from_parts(read_tiktoken(path, pattern, special_tokens))
+    if pattern is not None or special_tokens is not None:
+        given = " and ".join(k for k, v in (("pattern", pattern), ("special_tokens", special_tokens)) if v is not None)
+        raise ValueError(f"load: {given} apply only to {TIKTOKEN_SUFFIX} files; {os.fspath(path_or_name)!r} is not one")
     if path.is_dir():
         return _load_model_dir(path)
     if path.is_file():
