@@ -1,4 +1,5 @@
-"""File helpers: atomic writes, and JSON reads whose errors name the file and the position.
+"""File helpers: atomic writes, JSON reads whose errors name the file and the position, and
+how an error quotes a JSON value (`show`).
 
 A write goes to a temporary file in the same directory, is flushed to disk, then renamed over the
 target (a rename within one file system is atomic on POSIX and Windows), so a reader sees the old
@@ -12,6 +13,16 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any, Optional
+
+
+def show(value: Any, limit: int = 80) -> str:
+    """`value` as JSON text, cut to `limit` characters: how error messages quote what they found."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _umask() -> int:
@@ -39,6 +50,11 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
             pass
         raise
     return target
+
+
+def atomic_write_json(path: str | os.PathLike, value: Any, indent: Optional[int] = None) -> Path:
+    """Write `value` as UTF-8 JSON (non-ASCII kept as is) and a final newline, atomically."""
+    return atomic_write_text(path, json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
 
 
 class _NotJSON(Exception):

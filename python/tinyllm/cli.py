@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from tinyllm import __version__
-from tinyllm._io import atomic_write_text
+from tinyllm._io import atomic_write_json, atomic_write_text
 
 DEFAULT_TOKENIZER = "gpt2"
 EXIT_USAGE = 2
@@ -215,7 +215,7 @@ def _cmd_train_subword(args: argparse.Namespace) -> None:
     report["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if args.kind == "bpe":
         report["merges_learned"] = [list(m) for m in tok.model.merges]
-    atomic_write_text(out / "training_report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_json(out / "training_report.json", report, indent=1)
     _print(f"wrote {out / 'tokenizer.json'}: {report['vocab_size']} ids (stopped: {report['stop_reason']}) "
            f"in {seconds:.1f} s")
 
@@ -231,7 +231,7 @@ def _write_config(path: Path) -> None:
         if not isinstance(config, dict):
             raise CliError(f"train: {path}: existing file is not a JSON object")
     config["tl_tokenizer"] = "file"
-    atomic_write_text(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_json(path, config, indent=2)
 
 
 def _cmd_reconcile(args: argparse.Namespace) -> None:
@@ -350,10 +350,26 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     doc.set_defaults(run=_cmd_doctor)
 
+    gold = sub.add_parser("golden", help="record golden cases of a tokenizer, or check it against them")
+    verbs = gold.add_subparsers(dest="golden_command", metavar="{make,verify}", parser_class=_Parser, required=True)
+    make = verbs.add_parser("make", help="encode the cases and write one record a line (JSON lines)")
+    make.add_argument("tokenizer", metavar="TOK", help="a model directory, tokenizer file or preset name")
+    make.add_argument("texts", metavar="TEXTS", nargs="?",
+                      help="cases: one text a line, or JSON lines of {\"text\": ...} ('-' for stdin); "
+                           "the shipped default set when absent")
+    make.add_argument("--output", "-o", help="the golden file to write (stdout when absent)")
+    verify = verbs.add_parser("verify", help="recompute every record; exit 2 with the first mismatch")
+    verify.add_argument("tokenizer", metavar="TOK", help="a model directory, tokenizer file or preset name")
+    verify.add_argument("golden", metavar="GOLDEN", help="a golden JSON-lines file from `golden make`")
+    gold.set_defaults(run=_cmd_golden)
+    return parser
+
+
+def _cmd_golden(args) -> None:
+    """`tinyllm golden make|verify` (imported only when used: the artifacts layer is not start-up work)."""
     from tinyllm.artifacts import golden
 
-    golden.add_cli(sub)
-    return parser
+    (golden.cmd_make if args.golden_command == "make" else golden.cmd_verify)(args)
 
 
 def main(argv: list[str] | None = None) -> int:

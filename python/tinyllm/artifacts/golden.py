@@ -506,22 +506,3 @@ def cmd_verify(args) -> None:
                          f"({len(mismatches)} mismatches in {cases} of {len(records)} cases)")
     sys.stdout.write(f"{args.golden}: {len(records)} cases match {args.tokenizer} "
                      f"(golden hash {golden_hash(records)})\n")
-
-
-def add_cli(subparsers) -> None:
-    """Register `golden make` and `golden verify` on the `tinyllm` subparsers."""
-    tok_help = "a model directory, tokenizer file or preset name"
-    golden = subparsers.add_parser("golden", help="record golden cases of a tokenizer, or check it against them")
-    verbs = golden.add_subparsers(dest="golden_command", metavar="{make,verify}", parser_class=type(golden),
-                                  required=True)
-    make_parser = verbs.add_parser("make", help="encode the cases and write one record a line (JSON lines)")
-    make_parser.add_argument("tokenizer", metavar="TOK", help=tok_help)
-    make_parser.add_argument("texts", metavar="TEXTS", nargs="?",
-                             help="cases: one text a line, or JSON lines of {\"text\": ...} ('-' for stdin); "
-                                  "the shipped default set when absent")
-    make_parser.add_argument("--output", "-o", help="the golden file to write (stdout when absent)")
-    make_parser.set_defaults(run=cmd_make)
-    verify_parser = verbs.add_parser("verify", help="recompute every record; exit 2 with the first mismatch")
-    verify_parser.add_argument("tokenizer", metavar="TOK", help=tok_help)
-    verify_parser.add_argument("golden", metavar="GOLDEN", help="a golden JSON-lines file from `golden make`")
-    verify_parser.set_defaults(run=cmd_verify)

@@ -23,7 +23,7 @@ from typing import Optional, Protocol, runtime_checkable
 
 from tinyllm.artifacts.canonical import framed_hash
 from tinyllm.tok.encoded import EncodedSequence, check_structured_options, truncate
-from tinyllm.tok.policy import EMPTY_POLICY, SpecialTokenPolicy, read_policy_files, resolve_policy, write_policy_files
+from tinyllm.tok.policy import EMPTY_POLICY, SpecialTokenPolicy, resolve_policy, with_policy_files, write_policy_files
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, byte_of
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet
 from tinyllm.tok.text.clean import clean_text, require_str, to_utf8
@@ -265,12 +265,7 @@ class ByteTokenizer(TokenizerBase):
     def load(cls, dir: str | os.PathLike) -> "ByteTokenizer":
         """The byte tokenizer, with the roles of `dir`'s generation_config.json and
         tokenizer_config.json when present."""
-        path = _existing_dir(dir, "ByteTokenizer.load")
-        generation_config, tokenizer_config = read_policy_files(path)
-        try:
-            return cls(generation_config=generation_config, tokenizer_config=tokenizer_config)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        return with_policy_files(_existing_dir(dir, "ByteTokenizer.load"), cls)
 
     def __repr__(self) -> str:
         return "ByteTokenizer()"

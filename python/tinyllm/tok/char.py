@@ -19,17 +19,16 @@ Saved as `tinyllm_char.json`: `{"type": "char", "vocab": [...], "specials": {"un
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from tinyllm._io import atomic_write_text, read_json_file
+from tinyllm._io import atomic_write_json, read_json_file
 from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.encoded import EncodedSequence, check_structured_options, truncate
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
-from tinyllm.tok.policy import read_policy_files
+from tinyllm.tok.policy import with_policy_files
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, split_on_specials
 from tinyllm.tok.text.clean import clean_text, require_str
 
@@ -256,7 +255,7 @@ class CharTokenizer(TokenizerBase):
         """Write `dir/tinyllm_char.json` atomically, creating `dir` if needed."""
         path = Path(dir)
         path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path / FILE_NAME, json.dumps(self.to_document(), ensure_ascii=False) + "\n")
+        atomic_write_json(path / FILE_NAME, self.to_document())
 
     @classmethod
     def load(cls, dir: str | os.PathLike) -> "CharTokenizer":
@@ -277,11 +276,7 @@ class CharTokenizer(TokenizerBase):
         vocab, roles = validate_char_document(doc, source)
         if policy_dir is None:
             return cls(vocab, roles)
-        generation_config, tokenizer_config = read_policy_files(policy_dir)
-        try:
-            return cls(vocab, roles, generation_config=generation_config, tokenizer_config=tokenizer_config)
-        except ValueError as e:
-            raise ValueError(f"{policy_dir}: {e}") from None
+        return with_policy_files(policy_dir, lambda **configs: cls(vocab, roles, **configs))
 
     def __repr__(self) -> str:
         roles = ", ".join(f"{r}={i}" for r, i in self.roles.items())

@@ -46,7 +46,7 @@ from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, r
 from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
 from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
 from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
-from tinyllm.tok.policy import read_policy_files
+from tinyllm.tok.policy import with_policy_files
 
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"
@@ -79,22 +79,10 @@ def read_tokenizer_file(path: str | os.PathLike) -> Tokenizer:
     return tokenizer_from_parts(read_tokenizer_json(path))
 
 
-def _with_policy_files(directory: Path, build: Callable[..., Tokenizer]) -> Tokenizer:
-    """`build(generation_config=..., tokenizer_config=...)` with `directory`'s config files; a
-    policy error is prefixed with the directory."""
-    generation_config, tokenizer_config = read_policy_files(directory)
-    try:
-        return build(generation_config=generation_config, tokenizer_config=tokenizer_config)
-    except ValueError as e:
-        if generation_config is None and tokenizer_config is None:
-            raise
-        raise ValueError(f"{directory}: {e}") from None
-
-
 def read_tokenizer_dir_file(path: Path) -> Tokenizer:
     """The tokenizer of `path` (a tokenizer.json) with the roles of the config files beside it."""
     parts = read_tokenizer_json(path)
-    return _with_policy_files(path.parent, lambda **configs: tokenizer_from_parts(parts, **configs))
+    return with_policy_files(path.parent, lambda **configs: tokenizer_from_parts(parts, **configs))
 
 
 def _preset_file(name: str) -> Callable[[], Tokenizer]:
@@ -107,7 +95,7 @@ def _preset_tiktoken(name: str, file_name: str) -> Callable[[], Tokenizer]:
     with the roles of the config files beside it; parsed once per process."""
     def build() -> Tokenizer:
         parts = read_tiktoken(PRESET_DIR / name / file_name)
-        return _with_policy_files(PRESET_DIR / name, lambda **configs: tokenizer_from_parts(parts, **configs))
+        return with_policy_files(PRESET_DIR / name, lambda **configs: tokenizer_from_parts(parts, **configs))
 
     return functools.lru_cache(maxsize=None)(build)
 
@@ -170,7 +158,7 @@ def _load_model_dir(directory: Path) -> Tokenizer:
         raise ValueError(f"{config_path}: tl_tokenizer: missing; expected {expected}")
     kind = config["tl_tokenizer"]
     if kind == "bytes":
-        return _with_policy_files(directory, ByteTokenizer)
+        return with_policy_files(directory, ByteTokenizer)
     if kind == "file":
         return _load_file_in_dir(directory)
     raise ValueError(f"{config_path}: tl_tokenizer: found {show(kind)}, expected {expected}")

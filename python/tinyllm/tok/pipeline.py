@@ -13,19 +13,18 @@ from __future__ import annotations
 import base64
 import decimal
 import itertools
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from tinyllm._io import atomic_write_text
+from tinyllm._io import atomic_write_json
 from tinyllm.tok.encoded import COORDINATES, EncodedSequence, check_structured_options, truncate
 from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
-from tinyllm.tok.policy import read_policy_files, write_policy_files
+from tinyllm.tok.policy import with_policy_files, write_policy_files
 from tinyllm.tok.stochastic import piece_rng
 from tinyllm.tok.text.byte_alphabet import token_string
 from tinyllm.tok.stages.decoders import Joined
@@ -408,7 +407,7 @@ class PipelineTokenizer(TokenizerBase):
         loading `dir` gives the same tokenizer and the same semantic hash."""
         path = Path(dir)
         path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path / self.FILE_NAME, json.dumps(self.to_document(), ensure_ascii=False, indent=1) + "\n")
+        atomic_write_json(path / self.FILE_NAME, self.to_document(), indent=1)
         write_policy_files(path, self.special_token_policy, self.id_to_token)
 
     @classmethod
@@ -416,19 +415,15 @@ class PipelineTokenizer(TokenizerBase):
         """The tokenizer of `dir/tokenizer.json` (or of that file), whose model must be this class's
         kind; `tinyllm.tok.load` picks the class by itself."""
         path = Path(dir)
-        configs = {}
-        if path.is_dir():
-            generation_config, tokenizer_config = read_policy_files(path)
-            configs = {"generation_config": generation_config, "tokenizer_config": tokenizer_config}
-            path = path / cls.FILE_NAME
-        parts = read_tokenizer_json(path)
+        directory = path if path.is_dir() else None
+        file = path / cls.FILE_NAME if directory else path
+        parts = read_tokenizer_json(file)
         if parts.model.type != cls.MODEL_TYPE:
             expected = f'"{cls.MODEL_TYPE}"' if cls.MODEL_TYPE else "none: use tinyllm.tok.load, which picks the class"
-            raise ValueError(f'{path}: model.type: found "{parts.model.type}", expected {expected} for {cls.__name__}')
-        try:
-            return cls(parts.model, **parts.stages(), **configs)
-        except ValueError as e:
-            raise ValueError(f"{path.parent}: {e}") from None
+            raise ValueError(f'{file}: model.type: found "{parts.model.type}", expected {expected} for {cls.__name__}')
+        if directory is None:
+            return cls(parts.model, **parts.stages())
+        return with_policy_files(directory, lambda **configs: cls(parts.model, **parts.stages(), **configs))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, specials={len(self._special_ids)})"

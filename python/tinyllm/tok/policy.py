@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from tinyllm._io import atomic_write_text, read_json_file
+from tinyllm._io import atomic_write_json, read_json_file
 
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -124,6 +124,18 @@ def read_policy_files(directory: str | os.PathLike) -> tuple[Optional[dict], Opt
     return out[0], out[1]
 
 
+def with_policy_files(directory: str | os.PathLike, build: Callable[..., Any]) -> Any:
+    """`build(generation_config=..., tokenizer_config=...)` with `directory`'s config files (each
+    None when absent); an error while the files are in play is prefixed with the directory."""
+    generation_config, tokenizer_config = read_policy_files(directory)
+    try:
+        return build(generation_config=generation_config, tokenizer_config=tokenizer_config)
+    except ValueError as e:
+        if generation_config is None and tokenizer_config is None:
+            raise
+        raise ValueError(f"{directory}: {e}") from None
+
+
 def write_policy_files(directory: str | os.PathLike, policy: SpecialTokenPolicy,
                        id_to_token: Callable[[int], str]) -> None:
     """Write `policy` into `directory`'s generation_config.json (ids) and tokenizer_config.json
@@ -141,7 +153,7 @@ def write_policy_files(directory: str | os.PathLike, policy: SpecialTokenPolicy,
         file = path / name
         doc = dict(_object(read_json_file(file), str(file))) if file.is_file() else {}
         doc.update({field: value for field, value in roles.items() if value is not None})
-        atomic_write_text(file, json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+        atomic_write_json(file, doc, indent=2)
 
 
 def resolve_policy(token_to_id: Callable[[str], Optional[int]], vocab_size: int, *,

@@ -23,6 +23,8 @@ import re
 from importlib.resources import files
 from typing import Any, Iterable
 
+from tinyllm._io import show  # noqa: F401 (how every loader error quotes a value)
+
 #: Deepest nesting of objects and lists a tokenizer file may have (real files stay below 10).
 MAX_DEPTH = 64
 
@@ -30,15 +32,6 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TYPE_WORDS = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
                "number": "a number", "boolean": "true or false", "null": "null"}
 _KEYWORD_RANK = {"type": 0, "required": 1, "additionalProperties": 2, "const": 3, "enum": 3}
-
-
-def show(value: Any, limit: int = 80) -> str:
-    """`value` as JSON text, cut to `limit` characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 #: Objects whose keys are data (tokens, special-token names), not field names: their keys are

@@ -18,16 +18,11 @@ type ids, and sequence ids (0 for `a`, 1 for `b`, None for inserted specials), a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
+from tinyllm._io import show as _show
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
-
-
-def _show(value) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class Wrapped(NamedTuple):
