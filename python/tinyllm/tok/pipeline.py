@@ -372,8 +372,12 @@ class PipelineTokenizer(TokenizerBase):
         if skip_special:
             checked = [i for i in checked if i not in self._special_id_set]
         tokens = [self._token_of(i, f"decode: ids[{k}]") for k, i in enumerate(checked)]
-        chunks = (self._decoder.token_bytes(t, k == 0) for k, t in enumerate(tokens))
-        return b"".join(chunks).decode("utf-8", "replace")
+        return self._decoder.decode_tokens(tokens)
+
+    def token_stream(self):
+        """A streaming decoder of token strings (`tinyllm.tok.stages.decoders.TokenStream`):
+        `IncrementalDecoder` feeds it `id_to_token(id)` and its output equals `decode`."""
+        return self._decoder.stream()
 
     # -- files --------------------------------------------------------------------------------
     @classmethod

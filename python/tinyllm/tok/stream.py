@@ -21,7 +21,9 @@ from tinyllm.tok.text.utf8 import new_utf8_decoder
 class IncrementalDecoder:
     """Decode ids one at a time for any tokenizer.
 
-    The tokenizer's `token_bytes(id)` supplies each token's exact bytes (`token_bytes(id, first)`
+    A pipeline tokenizer (tokenizer.json) streams through its decoder's `token_stream()`, which
+    equals its one-shot `decode` whatever the decoder. Otherwise the tokenizer's `token_bytes(id)`
+    supplies each token's exact bytes (`token_bytes(id, first)`
     when its decoder treats the first token differently, as WordPiece and Metaspace do); a
     tokenizer without it is decoded through `decode([id])`, which is exact only when every token
     is whole characters.
@@ -33,6 +35,9 @@ class IncrementalDecoder:
         self.skip_special = skip_special
         self._vocab_size = int(tokenizer.vocab_size)
         self._special = frozenset(tokenizer.special_ids.values()) if skip_special else frozenset()
+        token_stream = getattr(tokenizer, "token_stream", None)
+        # A pipeline tokenizer streams through its decoder (which may hold a byte-fallback run).
+        self._tokens = token_stream() if callable(token_stream) else None
         token_bytes = getattr(tokenizer, "token_bytes", None)
         self._token_bytes = token_bytes if callable(token_bytes) else self._bytes_via_decode
         # WordPiece and Metaspace decode the first token differently (no space before it).
@@ -48,6 +53,8 @@ class IncrementalDecoder:
         i = check_id(token_id, self._vocab_size, "push: token_id")
         if i in self._special:
             return ""
+        if self._tokens is not None:
+            return self._tokens.push(self.tokenizer.id_to_token(i))
         if self._positional:
             raw = self._token_bytes(i, self._first)
         else:
@@ -63,9 +70,13 @@ class IncrementalDecoder:
         """End of the stream: decode what is still pending (an unfinished character is one U+FFFD).
         The next id pushed starts a new stream."""
         self._first = True
+        if self._tokens is not None:
+            return self._tokens.flush()
         return self._utf8.flush()
 
     @property
     def pending_bytes(self) -> bytes:
         """Bytes held back because they may still start a character."""
+        if self._tokens is not None:
+            return self._tokens.pending_bytes
         return bytes(self._utf8.pending)

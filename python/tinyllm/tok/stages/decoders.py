@@ -21,6 +21,38 @@ from dataclasses import dataclass
 
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
 from tinyllm.tok.text.byte_alphabet import byte_of
+from tinyllm.tok.text.utf8 import new_utf8_decoder
+
+
+class TokenStream:
+    """Streaming decode of token strings: `push(token)` returns the text that token completes,
+    `flush()` what is still held at the end. For every decoder, the pushes and the flush
+    concatenate to `decoder.decode_tokens(tokens)`.
+
+    This default feeds each token's exact bytes (`token_bytes(token, first)`) to a streaming UTF-8
+    decoder; decoders whose output is not a function of each token's bytes alone (byte-fallback
+    runs) bring their own stream.
+    """
+
+    def __init__(self, decoder: "Decoder") -> None:
+        self._decoder = decoder
+        self._first = True
+        self._utf8 = new_utf8_decoder()
+
+    def push(self, token: str) -> str:
+        raw = self._decoder.token_bytes(token, self._first)
+        self._first = False
+        return self._utf8.push(raw)
+
+    def flush(self) -> str:
+        """End of the stream; the next token pushed is a first token again."""
+        self._first = True
+        return self._utf8.flush()
+
+    @property
+    def pending_bytes(self) -> bytes:
+        """Bytes held back because they may still start a character."""
+        return bytes(self._utf8.pending)
 
 
 class Decoder:
@@ -30,6 +62,15 @@ class Decoder:
 
     def token_bytes(self, token: str, first: bool = False) -> bytes:
         return token.encode("utf-8")
+
+    def decode_tokens(self, tokens: list[str]) -> str:
+        """The text of `tokens` decoded at once (the reference that streaming must equal)."""
+        raw = b"".join(self.token_bytes(t, k == 0) for k, t in enumerate(tokens))
+        return raw.decode("utf-8", "replace")
+
+    def stream(self) -> TokenStream:
+        """A fresh streaming decoder for this decoder."""
+        return TokenStream(self)
 
     def to_json(self) -> dict:
         return {"type": self.type}
