@@ -8,6 +8,7 @@
     tinyllm train bpe corpus.txt -o model/ --vocab-size 8000   # tokenizer.json + training_report.json
     tinyllm train wordpiece corpus.txt -o model/ --vocab-size 8000
     tinyllm train unigram corpus.txt -o model/ --vocab-size 8000
+    tinyllm convert cl100k_base.tiktoken -o model/   # a Hugging Face tokenizer.json (also from a .model)
     tinyllm reconcile bundle.json            # "ok <bundle hash>", or the failed check and its field
     tinyllm manifest model/ -o manifest.json # semantic and release hashes, release files, policy
     tinyllm doctor model/ [--json]           # the failure lab: one line per check; exit 1 on an error
@@ -336,6 +337,16 @@ def build_parser() -> argparse.ArgumentParser:
     unigram.add_argument("--m-step", choices=("ml", "digamma"), default="ml",
                          help="M-step: maximum likelihood p = c / sum c (default) or sentencepiece's digamma update")
 
+    conv = sub.add_parser("convert", help="write a .tiktoken or SentencePiece .model file as a Hugging Face "
+                                          "model directory (tokenizer.json, tokenizer_config.json)")
+    conv.add_argument("input", help="a .tiktoken file, a SentencePiece .model, a tokenizer.json or a preset name")
+    conv.add_argument("--output", "-o", required=True, help="the model directory to write")
+    conv.add_argument("--pattern", help=".tiktoken only: gpt2, r50k, p50k, cl100k, o200k or a regex "
+                                        "(implied by the file names cl100k_base, o200k_base, ...)")
+    conv.add_argument("--special-tokens", metavar="JSON",
+                      help='.tiktoken only: the special tokens as a JSON object {"<|endoftext|>": 100257, ...}')
+    conv.set_defaults(run=_cmd_convert)
+
     rec = sub.add_parser("reconcile", help="check that a bundle's tokenizer, template, dataset and checkpoint agree")
     rec.add_argument("bundle", help="the bundle JSON file")
     rec.set_defaults(run=_cmd_reconcile)
@@ -363,6 +374,23 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("golden", metavar="GOLDEN", help="a golden JSON-lines file from `golden make`")
     gold.set_defaults(run=_cmd_golden)
     return parser
+
+
+def _cmd_convert(args) -> None:
+    from tinyllm.tok.convert import convert
+
+    specials = None
+    if args.special_tokens is not None:
+        try:
+            specials = json.loads(args.special_tokens)
+        except json.JSONDecodeError as e:
+            raise CliError(f"--special-tokens: not JSON ({e.msg} at character {e.pos}); "
+                           'expected an object like {"<|endoftext|>": 100257}') from None
+        if not isinstance(specials, dict):
+            raise CliError(f"--special-tokens: found {type(specials).__name__}, expected a JSON object of text to id")
+    tok = convert(args.input, args.output, pattern=args.pattern, special_tokens=specials)
+    print(f"wrote {Path(args.output) / 'tokenizer.json'}: {type(tok).__name__}, vocab {tok.vocab_size}, "
+          f"semantic hash {tok.semantic_hash}")
 
 
 def _cmd_golden(args) -> None:

@@ -13,8 +13,9 @@ result is a byte-level BPE that gives tiktoken's ids:
 * pre-tokenizer: `Split(pattern, Removed, invert=true)` (the regex matches are the pieces and
   text between matches is dropped, as tiktoken's `find_iter` does) followed by
   `ByteLevel(add_prefix_space=false, use_regex=false)`; decoder ByteLevel; no post-processor;
-* special tokens: added tokens (special: true) at their ids, which may leave holes after the
-  last rank (decoding a hole is a ValueError).
+* special tokens: added tokens (special: true) at their ids, also entered in the model vocabulary
+  so that Hugging Face keeps those ids; they may leave holes after the last rank (decoding a hole
+  is a ValueError).
 
 Nothing here depends on the `tiktoken` package; the patterns and special tokens of OpenAI's
 published encodings are restated below as data.
@@ -51,8 +52,12 @@ SUFFIX = ".tiktoken"
 
 # The pre-tokenizer regexes and special tokens of OpenAI's encodings, copied from the `tiktoken`
 # package 0.14.0 (tiktoken_ext/openai_public.py, MIT license); published facts, kept here as data.
+# One change: cl100k's `\p{N}{1,3}+` is written `\p{N}{1,3}`. Nothing follows it in its branch,
+# so the possessive never matters to tiktoken's engine, but in a saved tokenizer.json Hugging Face
+# compiles the pattern with Oniguruma's Ruby syntax, where `{1,3}+` means "one or more runs of 1-3
+# digits" and "3000" would become one piece.
 _R50K = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
-_CL100K = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"""
+_CL100K = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"""
            r"""\s*[\r\n]|\s+(?!\S)|\s""")
 _O200K = "|".join([
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -202,6 +207,10 @@ def parts_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: M
         seen[token_id] = content
         added.append(AddedToken(token_id, content, special=True, normalized=False))
     added.sort(key=lambda t: t.id)
+    # The specials sit in the model vocabulary too (as in Hugging Face's o200k file): Hugging Face
+    # gives an added token that is not a model token the next free id, not its stated one, and a
+    # special after a hole (cl100k's <|endoftext|> is 100257, the last rank 100255) would move.
+    vocab.update({t.content: t.id for t in added})
     model = BPEModel(vocab, merges, where=source)
     split = pre_tokenizers.Split(pattern, True, "Removed", True)
     pre = pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True,

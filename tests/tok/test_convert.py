@@ -1,0 +1,77 @@
+"""`tinyllm convert`: Hugging Face loads what it writes and gives the source library's ids."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+import tiktoken
+import tiktoken.load
+import tiktoken_ext.openai_public
+import tokenizers
+
+from tests.peers import PRESETS, shared_corpus_lines
+from tinyllm.cli import main
+from tinyllm.tok import load
+from tinyllm.tok.convert import convert
+from tinyllm.tok.formats.tiktoken import PATTERNS, SPECIAL_TOKENS
+
+FILES = {"cl100k": PRESETS / "cl100k" / "cl100k_base.tiktoken", "o200k": PRESETS / "o200k" / "o200k_base.tiktoken"}
+#: tiktoken's own cl100k pattern, as published (tinyllm writes `\p{N}{1,3}` without the possessive).
+OFFICIAL_CL100K = PATTERNS["cl100k"].replace(r"\p{N}{1,3}", r"\p{N}{1,3}+")
+
+
+def _tiktoken(name: str, pattern: str) -> tiktoken.Encoding:
+    ranks = tiktoken.load.load_tiktoken_bpe(str(FILES[name]))
+    return tiktoken.Encoding(f"{name}-local", pat_str=pattern, mergeable_ranks=ranks,
+                             special_tokens=SPECIAL_TOKENS[name])
+
+
+def test_the_official_cl100k_pattern_is_the_one_restated():
+    assert OFFICIAL_CL100K in inspect.getsource(tiktoken_ext.openai_public)
+
+
+@pytest.mark.parametrize("name", ["cl100k", "o200k"])
+def test_converted_tiktoken_gives_tiktokens_ids_through_hugging_face(tmp_path, name):
+    written = convert(FILES[name], tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    official = _tiktoken(name, OFFICIAL_CL100K if name == "cl100k" else PATTERNS[name])
+    lines = shared_corpus_lines(every=3)
+    expected = official.encode_ordinary_batch(lines)
+    got = [e.ids for e in hf.encode_batch_fast(lines, add_special_tokens=False)]
+    mismatches = [k for k, (a, b) in enumerate(zip(expected, got)) if a != b]
+    assert len(lines) > 70_000 and not mismatches, f"{len(mismatches)} lines differ, first {mismatches[:3]}"
+    assert written.encode(lines[0]) == expected[0]
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
+    # The specials are added tokens that Hugging Face matches as controls.
+    eot = SPECIAL_TOKENS[name]["<|endoftext|>"]
+    assert hf.encode("a<|endoftext|>", add_special_tokens=False).ids[-1] == eot
+
+
+def test_convert_a_preset_keeps_its_roles(tmp_path):
+    written = convert("cl100k", tmp_path)
+    assert written.eos_id == load("cl100k").eos_id == SPECIAL_TOKENS["cl100k"]["<|endoftext|>"]
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text())["eos_token"] == "<|endoftext|>"
+    assert written.semantic_hash == load("cl100k").semantic_hash
+
+
+def test_cli_convert(tmp_path, capsys):
+    assert main(["convert", str(FILES["o200k"]), "-o", str(tmp_path / "out"),
+                 "--special-tokens", '{"<|endoftext|>": 199999}']) == 0
+    assert "vocab 200000" in capsys.readouterr().out
+    assert load(tmp_path / "out").special_ids == {"<|endoftext|>": 199999}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["convert", "bytes", "-o", "{out}"], "ByteTokenizer has no Hugging Face tokenizer.json form"),
+    (["convert", str(FILES["o200k"]), "-o", "{out}", "--special-tokens", "[1]"], "--special-tokens: found list"),
+    (["convert", str(FILES["o200k"]), "-o", "{out}", "--special-tokens", "{"], "--special-tokens: not JSON"),
+    (["convert", str(FILES["o200k"]), "-o", "{out}", "--pattern", "nope"], "pattern: 'nope' is not a pattern name"),
+])
+def test_cli_convert_errors_name_the_problem_and_write_nothing(tmp_path, capsys, argv, message):
+    out = tmp_path / "out"
+    assert main([a.replace("{out}", str(out)) for a in argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
