@@ -97,7 +97,7 @@ def _wordlevel_json(vocab_size: int) -> str:
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
-    tok.normalizer = normalizers.Lowercase()
+    tok.normalizer = normalizers.Strip()
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
     tok.train_from_iterator(training_lines(), trainer)
