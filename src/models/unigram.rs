@@ -687,29 +687,27 @@ impl UnigramModel {
                 fused = true;
                 k += 1;
             }
-            // HF maps the fused text back through the vocabulary: usually unknown, so unk.
-            let id = if fused {
-                self.trie
-                    .get(&units[start as usize..end as usize])
-                    .unwrap_or(unk)
+            // HF maps the fused text back through the vocabulary: usually unknown, so unk. A
+            // lone unk node is unknown text too, unless it is the unk piece itself, matched as text
+            // (that only matters for byte fallback, which spells unknown text in bytes).
+            let found = if fused || self.byte_fallback.is_some() {
+                self.trie.get(&units[start as usize..end as usize])
             } else {
-                unk
+                None
             };
-            if id == unk {
-                if let Some(byte_ids) = &self.byte_fallback {
-                    let mut byte_at = Vec::new();
-                    self.alphabet.byte_offsets(word, &mut byte_at);
-                    let text = &word.as_bytes()
-                        [byte_at[start as usize] as usize..byte_at[end as usize] as usize];
-                    if text.iter().all(|&b| byte_ids[b as usize] != NONE) {
-                        for &b in text {
-                            emit(byte_ids[b as usize], start as usize, end as usize);
-                        }
-                        continue;
+            if let (None, Some(byte_ids)) = (found, &self.byte_fallback) {
+                let mut byte_at = Vec::new();
+                self.alphabet.byte_offsets(word, &mut byte_at);
+                let text = &word.as_bytes()
+                    [byte_at[start as usize] as usize..byte_at[end as usize] as usize];
+                if text.iter().all(|&b| byte_ids[b as usize] != NONE) {
+                    for &b in text {
+                        emit(byte_ids[b as usize], start as usize, end as usize);
                     }
+                    continue;
                 }
             }
-            emit(id, start as usize, end as usize);
+            emit(found.unwrap_or(unk), start as usize, end as usize);
         }
     }
 
@@ -1030,6 +1028,10 @@ mod tests {
         assert_eq!(spans, [(1, 0, 1), (2, 1, 3), (3, 1, 3), (1, 3, 4)]);
         assert_eq!(m.nbest("aé", 1)[0].0, [1, 2, 3]);
         assert_eq!(encode(&model(&pieces, Some(0)), "aéa"), [1, 0, 1]);
+        // The unk piece matched as text is not unknown text: no byte fallback for it.
+        let tied = model(&[("<unk>", 0.0), ("a", -1.0), ("<0x3C>", -1.0)], Some(0))
+            .with_byte_fallback(true);
+        assert_eq!(encode(&tied, "a<unk>"), [1, 0]);
     }
 
     #[test]

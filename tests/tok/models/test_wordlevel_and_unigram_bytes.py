@@ -164,3 +164,34 @@ def test_unigram_engine_ran(monkeypatch):
     calls = count_engine_calls(monkeypatch, tok)
     assert tok.encode("漢字 😀") == hf_of(doc).encode("漢字 😀").ids
     assert calls == {"encode": 1}
+
+
+BYTE_ALPHABET = "ab▁é𝔸x"
+
+
+@st.composite
+def byte_vocabularies(draw):
+    """Random pieces plus <unk> and a random subset of the byte pieces of BYTE_ALPHABET's bytes."""
+    pieces = draw(st.lists(st.text("ab▁é", min_size=1, max_size=3), max_size=10, unique=True))
+    wanted = sorted({b for ch in BYTE_ALPHABET for b in ch.encode("utf-8")})
+    kept = draw(st.lists(st.sampled_from(wanted), unique=True))
+    pieces = pieces + ["<unk>"] + [BYTE_TOKENS[b] for b in kept]
+    scored = [(p, draw(st.floats(-12, 2, allow_nan=False))) for p in pieces]
+    return scored, pieces.index("<unk>")
+
+
+@needs_rust
+@given(byte_vocabularies(), st.text(BYTE_ALPHABET, max_size=10), st.floats(0.05, 4.0), st.integers(0, 2**64 - 1))
+def test_rust_unigram_model_with_byte_fallback_equals_reference_and_hf(vocab, word, alpha, seed):
+    import tokenizers
+
+    from tests.support.rust import core
+
+    pieces, unk_id = vocab
+    ref = UnigramModel(pieces, unk_id, True)
+    fast = core.UnigramModel(pieces, unk_id, True)
+    expected = tokenizers.Tokenizer(tokenizers.models.Unigram(pieces, unk_id, True)).encode(word).ids
+    assert [i for i, _, _ in ref.tokenize(word)] == expected
+    assert fast.encode(word) == expected
+    assert fast.nbest(word, 4) == ref.nbest(word, 4)
+    assert fast.sample(word, alpha, seed) == [i for i, _, _ in ref.sample(word, alpha, seed)]
