@@ -1,7 +1,7 @@
 //! The models: the ids of one pre-token. Byte-level BPE (merge ranks), character-level BPE
 //! (byte fallback, fused unknowns, prefix/suffix), WordPiece (greedy longest match), WordLevel
-//! (one id per pre-token) and Unigram (Viterbi, n-best, sampling, byte fallback), plus the counter-based random numbers
-//! of BPE-dropout and Unigram sampling. Mirrors `tinyllm.tok.models`; no model knows about stages.
+//! (one id per pre-token) and Unigram (Viterbi, n-best, sampling, byte fallback), plus the
+//! counter-based random numbers of BPE-dropout and Unigram sampling. Mirrors `tinyllm.tok.models`; no model knows about stages.
 
 pub mod bpe;
 pub mod char_bpe;
