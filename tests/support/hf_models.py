@@ -85,6 +85,10 @@ def unigram_doc(*, byte_fallback: bool = True, bytes_kept=range(256), vocab_size
     """A trained Unigram document whose vocabulary also holds the `<0xNN>` pieces (lowest score)."""
     doc = json.loads(_unigram_json(vocab_size))
     model = doc["model"]
+    # HF reads scores with serde_json's fast float parser, which is off by one ulp for many
+    # 17-digit decimals (two roundings), so its near-ties can break differently from the file's
+    # exact values. Scores of at most 15 significant digits parse exactly in both.
+    model["vocab"] = [[piece, round(score, 6)] for piece, score in model["vocab"]]
     low = min(score for _, score in model["vocab"]) - 1.0
     have = {piece for piece, _ in model["vocab"]}
     model["vocab"].extend([BYTE_TOKENS[b], low] for b in bytes_kept if BYTE_TOKENS[b] not in have)
