@@ -145,8 +145,8 @@ fn unigram_spec_errors_name_the_field() {
         assert_eq!(model_err("Unigram", spec), expected);
     }
     assert_eq!(
-        model_err("BPE", ok),
-        "model_type: expected \"WordPiece\" or \"Unigram\", found \"BPE\""
+        model_err("Nope", ok),
+        "model_type: expected \"WordPiece\", \"Unigram\", \"BPE\" or \"WordLevel\", found \"Nope\""
     );
 }
 

@@ -11,8 +11,10 @@ use std::sync::Arc;
 
 use crate::engines::word_cache::{ShardedCache, WordCache};
 use crate::engines::Encoder;
+use crate::models::char_bpe::{CharBpeModel, CharBpeOptions};
 use crate::models::random::SplitMix64;
 use crate::models::unigram::UnigramModel;
+use crate::models::wordlevel::WordLevelModel;
 use crate::models::wordpiece::WordPieceModel;
 use crate::spec::Spec;
 use crate::stages::added_tokens::{split_added, AddedMatcher, AddedTokens};
@@ -45,13 +47,28 @@ pub fn for_each_word(
 pub enum Model {
     WordPiece(WordPieceModel),
     Unigram(UnigramModel),
+    /// Character-level BPE (the pre-tokenizer is not ByteLevel).
+    Bpe(CharBpeModel),
+    WordLevel(WordLevelModel),
+}
+
+/// A `{token: id}` vocabulary of a spec and its largest id.
+fn vocab_ids(spec: &Spec) -> Result<(Vec<(String, u32)>, u32), Error> {
+    let vocab: Vec<(String, u32)> = spec.with_field("vocab", |vocab| {
+        vocab.each_entry(|token, id| Ok((token.to_string(), id.as_u32()?)))
+    })?;
+    let max_id = vocab.iter().map(|v| v.1).max().unwrap_or(0);
+    Ok((vocab, max_id))
 }
 
 impl Model {
     /// The model of a text pipeline from its spec, and its largest id. `model_type` is
     /// "WordPiece" (spec: `vocab` {token: id}, `unk_id`, `prefix`, `max_input_chars_per_word`) or
-    /// "Unigram" (spec: `pieces` [[piece, score], ...] in id order, `unk_id` or null). Errors name
-    /// the field under `name` (e.g. `model_json.vocab["##a"]`).
+    /// "Unigram" (spec: `pieces` [[piece, score], ...] in id order, `unk_id` or null,
+    /// `byte_fallback`), "BPE" (character-level; spec: `vocab`, `merges` [[left, right, rank,
+    /// merged], ...] as ids, `unk_id` or null, `byte_fallback`, `fuse_unk`, `prefix`, `suffix`,
+    /// `ignore_merges`) or "WordLevel" (spec: `vocab`, `unk_id`). Errors name the field under
+    /// `name` (e.g. `model_json.vocab["##a"]`).
     pub fn from_json(
         model_type: &str,
         spec: &serde_json::Value,
@@ -106,11 +123,42 @@ impl Model {
                         format!("{} pieces", pieces.len()),
                     )
                 })?;
-                Ok((Model::Unigram(UnigramModel::new(&pieces, unk)?), max_id))
+                let model = UnigramModel::new(&pieces, unk)?
+                    .with_byte_fallback(spec.bool_or("byte_fallback", false)?);
+                Ok((Model::Unigram(model), max_id))
+            }
+            "BPE" => {
+                let (vocab, max_id) = vocab_ids(&spec)?;
+                let merges: Vec<(u32, u32, u32, u32)> = spec.with_field("merges", |merges| {
+                    merges.each_item(|m| {
+                        if m.value().as_array().is_none_or(|a| a.len() != 4) {
+                            return Err(m.error("[left, right, rank, merged] ids"));
+                        }
+                        let at = |k| m.with_item(k, |v| v.as_u32());
+                        Ok((at(0)?, at(1)?, at(2)?, at(3)?))
+                    })
+                })?;
+                let options = CharBpeOptions {
+                    unk: spec.opt_u32("unk_id")?,
+                    byte_fallback: spec.bool_or("byte_fallback", false)?,
+                    fuse_unk: spec.bool_or("fuse_unk", false)?,
+                    prefix: spec.str("prefix")?.to_string(),
+                    suffix: spec.str("suffix")?.to_string(),
+                    ignore_merges: spec.bool_or("ignore_merges", false)?,
+                };
+                Ok((
+                    Model::Bpe(CharBpeModel::new(vocab, &merges, options)?),
+                    max_id,
+                ))
+            }
+            "WordLevel" => {
+                let (vocab, max_id) = vocab_ids(&spec)?;
+                let unk = spec.with_field("unk_id", |v| v.as_u32())?;
+                Ok((Model::WordLevel(WordLevelModel::new(vocab, unk)?), max_id))
             }
             other => Err(Error::Field {
                 field: "model_type".into(),
-                expected: "\"WordPiece\" or \"Unigram\"".into(),
+                expected: "\"WordPiece\", \"Unigram\", \"BPE\" or \"WordLevel\"".into(),
                 found: format!("{other:?}"),
             }),
         }
@@ -121,6 +169,8 @@ impl Model {
         match self {
             Model::WordPiece(m) => m.encode(piece, out),
             Model::Unigram(m) => m.encode(piece, out),
+            Model::Bpe(m) => m.encode(piece, out),
+            Model::WordLevel(m) => m.encode(piece, out),
         }
     }
 }

@@ -1,8 +1,11 @@
-//! The models: the ids of one pre-token. Byte-level BPE (merge ranks), WordPiece (greedy
-//! longest match) and Unigram (Viterbi, n-best, sampling), plus the counter-based random numbers
-//! of BPE-dropout and Unigram sampling. Mirrors `tinyllm.tok.models`; no model knows about stages.
+//! The models: the ids of one pre-token. Byte-level BPE (merge ranks), character-level BPE
+//! (byte fallback, fused unknowns, prefix/suffix), WordPiece (greedy longest match), WordLevel
+//! (one id per pre-token) and Unigram (Viterbi, n-best, sampling, byte fallback), plus the
+//! counter-based random numbers of BPE-dropout and Unigram sampling. Mirrors `tinyllm.tok.models`; no model knows about stages.
 
 pub mod bpe;
+pub mod char_bpe;
 pub mod random;
 pub mod unigram;
+pub mod wordlevel;
 pub mod wordpiece;

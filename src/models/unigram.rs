@@ -375,6 +375,8 @@ pub struct UnigramModel {
     n_pieces: usize,
     unk_id: Option<u32>,
     unk_score: f64,
+    /// With byte_fallback: byte_ids[b] is the id of the piece `<0xNN>`, or NONE.
+    byte_fallback: Option<Box<[u32; 256]>>,
 }
 
 impl std::fmt::Debug for UnigramModel {
@@ -455,7 +457,8 @@ fn nbest_order(a: &(f64, u32, u32), b: &(f64, u32, u32)) -> Ordering {
 
 impl UnigramModel {
     /// `pieces[i]` is (piece, score) of id `i`. Pieces must be non-empty and distinct, scores
-    /// finite; `unk_id` must index `pieces`. (byte_fallback is not supported; the loader rejects it.)
+    /// finite; `unk_id` must index `pieces`. No byte fallback; see
+    /// [`with_byte_fallback`](Self::with_byte_fallback).
     pub fn new(pieces: &[(String, f64)], unk_id: Option<u32>) -> Result<Self, Error> {
         if pieces.len() >= UNK_NODE as usize {
             return Err(Error::Invalid(format!(
@@ -506,7 +509,22 @@ impl UnigramModel {
             n_pieces: pieces.len(),
             unk_id,
             unk_score: min_score - UNK_PENALTY,
+            byte_fallback: None,
         })
+    }
+
+    /// HF's `byte_fallback`: a (fused) run of unknown characters becomes one `<0xNN>` piece per
+    /// UTF-8 byte, each spanning the whole run, when all of them are pieces; else the unknown id.
+    /// Only the output changes, never the lattice.
+    pub fn with_byte_fallback(mut self, on: bool) -> Self {
+        self.byte_fallback = on.then(|| {
+            let mut ids = Box::new([NONE; 256]);
+            for (b, slot) in ids.iter_mut().enumerate() {
+                *slot = self.piece_id(&format!("<0x{b:02X}>")).unwrap_or(NONE);
+            }
+            ids
+        });
+        self
     }
 
     pub fn unk_id(&self) -> Option<u32> {
@@ -537,7 +555,7 @@ impl UnigramModel {
     /// `unk_id` None) is an error naming the character, and `out` is left as it was.
     pub fn try_encode(&self, word: &str, out: &mut Vec<u32>) -> Result<(), Error> {
         self.best_path(word, |s| {
-            self.emit_fused(&s.units, &s.path, |id, _, _| out.push(id))
+            self.emit_fused(word, &s.units, &s.path, |id, _, _| out.push(id))
         })
     }
 
@@ -551,7 +569,7 @@ impl UnigramModel {
         self.best_path(word, |s| {
             let mut byte_at = Vec::new();
             self.alphabet.byte_offsets(word, &mut byte_at);
-            self.emit_fused(&s.units, &s.path, |id, a, b| {
+            self.emit_fused(word, &s.units, &s.path, |id, a, b| {
                 out.push((id, byte_at[a] as usize, byte_at[b] as usize))
             })
         })
@@ -646,9 +664,10 @@ impl UnigramModel {
     }
 
     /// Emits a path's tokens (unit positions), fusing each run of `unk_id` nodes into one
-    /// (HF's fuse_unk).
+    /// (HF's fuse_unk), then byte fallback for a run that is still unknown.
     fn emit_fused(
         &self,
+        word: &str,
         units: &[u8],
         path: &[(u32, u32, u32)],
         mut emit: impl FnMut(u32, usize, usize),
@@ -668,15 +687,27 @@ impl UnigramModel {
                 fused = true;
                 k += 1;
             }
-            // HF maps the fused text back through the vocabulary: usually unknown, so unk.
-            let id = if fused {
-                self.trie
-                    .get(&units[start as usize..end as usize])
-                    .unwrap_or(unk)
+            // HF maps the fused text back through the vocabulary: usually unknown, so unk. A
+            // lone unk node is unknown text too, unless it is the unk piece itself, matched as text
+            // (that only matters for byte fallback, which spells unknown text in bytes).
+            let found = if fused || self.byte_fallback.is_some() {
+                self.trie.get(&units[start as usize..end as usize])
             } else {
-                unk
+                None
             };
-            emit(id, start as usize, end as usize);
+            if let (None, Some(byte_ids)) = (found, &self.byte_fallback) {
+                let mut byte_at = Vec::new();
+                self.alphabet.byte_offsets(word, &mut byte_at);
+                let text = &word.as_bytes()
+                    [byte_at[start as usize] as usize..byte_at[end as usize] as usize];
+                if text.iter().all(|&b| byte_ids[b as usize] != NONE) {
+                    for &b in text {
+                        emit(byte_ids[b as usize], start as usize, end as usize);
+                    }
+                    continue;
+                }
+            }
+            emit(found.unwrap_or(unk), start as usize, end as usize);
         }
     }
 
@@ -789,7 +820,7 @@ impl UnigramModel {
             }
             path.reverse();
             let mut ids = Vec::with_capacity(path.len());
-            self.emit_fused(&lattice.units, &path, |id, _, _| ids.push(id));
+            self.emit_fused(word, &lattice.units, &path, |id, _, _| ids.push(id));
             result.push((ids, score));
         }
         result
@@ -879,7 +910,7 @@ impl UnigramModel {
             end = chosen.start as usize;
         }
         path.reverse();
-        self.emit_fused(&lattice.units, &path, |id, _, _| out.push(id));
+        self.emit_fused(word, &lattice.units, &path, |id, _, _| out.push(id));
         Ok(())
     }
 }
@@ -977,6 +1008,30 @@ mod tests {
         // "<unk>" matched as a piece, é unknown, "<unk>" again: one fused token
         assert_eq!(encode(&m, "a<unk>é<unk>a"), [1, 0, 1]);
         assert_eq!(encode(&m, "ééé"), [0]);
+    }
+
+    #[test]
+    fn byte_fallback_spells_an_unknown_run_in_byte_pieces() {
+        let pieces = [
+            ("<unk>", 0.0),
+            ("a", -1.0),
+            ("<0xC3>", -9.0),
+            ("<0xA9>", -9.0),
+            ("<0x78>", -9.0),
+        ];
+        let m = model(&pieces, Some(0)).with_byte_fallback(true);
+        assert_eq!(encode(&m, "aééa"), [1, 2, 3, 2, 3, 1]); // the fused run é é
+        assert_eq!(encode(&m, "aéxa"), [1, 2, 3, 4, 1]);
+        assert_eq!(encode(&m, "aéya"), [1, 0, 1]); // y has no byte piece: the run stays unk
+        let mut spans = Vec::new();
+        m.encode_spans("aéa", &mut spans).unwrap();
+        assert_eq!(spans, [(1, 0, 1), (2, 1, 3), (3, 1, 3), (1, 3, 4)]);
+        assert_eq!(m.nbest("aé", 1)[0].0, [1, 2, 3]);
+        assert_eq!(encode(&model(&pieces, Some(0)), "aéa"), [1, 0, 1]);
+        // The unk piece matched as text is not unknown text: no byte fallback for it.
+        let tied = model(&[("<unk>", 0.0), ("a", -1.0), ("<0x3C>", -1.0)], Some(0))
+            .with_byte_fallback(true);
+        assert_eq!(encode(&tied, "a<unk>"), [1, 0]);
     }
 
     #[test]

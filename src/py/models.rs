@@ -14,10 +14,10 @@ pub(super) struct PyUnigramModel {
 #[pymethods]
 impl PyUnigramModel {
     #[new]
-    #[pyo3(signature = (pieces, unk_id))]
-    fn new(pieces: Vec<(String, f64)>, unk_id: Option<u32>) -> PyResult<Self> {
+    #[pyo3(signature = (pieces, unk_id, byte_fallback = false))]
+    fn new(pieces: Vec<(String, f64)>, unk_id: Option<u32>, byte_fallback: bool) -> PyResult<Self> {
         Ok(PyUnigramModel {
-            inner: UnigramModel::new(&pieces, unk_id)?,
+            inner: UnigramModel::new(&pieces, unk_id)?.with_byte_fallback(byte_fallback),
         })
     }
 

@@ -45,6 +45,7 @@ from tinyllm.tok.formats.tiktoken import SUFFIX as TIKTOKEN_SUFFIX, read_tiktoke
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
 from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
 from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
+from tinyllm.tok.models.wordlevel_tokenizer import WordLevelTokenizer
 from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
 from tinyllm.tok.policy import with_policy_files
 
@@ -54,7 +55,8 @@ HF_FILE = "tokenizer.json"
 PRESET_DIR = Path(__file__).parent / "presets"
 
 #: The tokenizer class of each tokenizer.json model type.
-TOKENIZER_CLASSES = {"BPE": BPETokenizer, "WordPiece": WordPieceTokenizer, "Unigram": UnigramTokenizer}
+TOKENIZER_CLASSES = {"BPE": BPETokenizer, "WordPiece": WordPieceTokenizer, "Unigram": UnigramTokenizer,
+                     "WordLevel": WordLevelTokenizer}
 
 
 def tokenizer_from_parts(parts: TokenizerParts, *, generation_config: Optional[dict] = None,

@@ -189,8 +189,9 @@ class PipelineTokenizer(TokenizerBase):
         text = clean_text(require_str(text, "encode: text"))
         policy = self._policy(allowed_special, disallowed_special)
         raise_if_disallowed(text, policy)
-        if self._fast is not None:
-            ids = getattr(self._fast, fast_method)(text, list(self._matchable(policy)), parameter, key)
+        drawn = getattr(self._fast, fast_method, None)  # an engine may not implement this draw
+        if drawn is not None:
+            ids = drawn(text, list(self._matchable(policy)), parameter, key)
         else:
             counter = itertools.count()
             ids = [t.id for t in self._encode_reference(

@@ -57,12 +57,10 @@ def test_tiny_document_loads_and_encodes():
 
 
 REJECTIONS = [
-    ("model.byte_fallback", True, "model.byte_fallback: true is not supported"),
-    ("model.dropout", 0.1, "model.dropout: 0.1 is not supported"),
-    ("model.fuse_unk", True, "model.fuse_unk: true is not supported"),
-    ("model.continuing_subword_prefix", "##", 'model.continuing_subword_prefix: "##" is not supported'),
-    ("model.end_of_word_suffix", "</w>", 'model.end_of_word_suffix: "</w>" is not supported'),
-    ("model.type", "WordLevel", 'model.type: "WordLevel" is not supported'),
+    ("model.dropout", 0.1, "model.dropout: 0.1 is not supported; expected one of null, 0"),
+    ("model.continuing_subword_prefix", "##", "model.merges[0]: 'Ġ t': cannot drop the 2-byte continuing_subword_prefix"),
+    ("model.end_of_word_suffix", 7, "model.end_of_word_suffix: expected a string or null, found 7"),
+    ("model.type", "WordSoup", 'model.type: "WordSoup" is not supported'),
     ("model.unk_token", "<nope>", "model.unk_token: '<nope>' is not in model.vocab"),
     ("model.merges", ["Ġ q"], "model.merges[0]: 'Ġ q' uses 'Ġq', which is not in model.vocab"),
     ("model.merges", ["Ġ t h"], "model.merges[0]: expected"),

@@ -142,9 +142,9 @@ def test_constructor_rejects_bad_tables_naming_the_field(pieces, unk_id, message
         UnigramModel(pieces, unk_id)
 
 
-def test_byte_fallback_is_rejected():
-    with pytest.raises(ValueError, match=r"model\.byte_fallback: True is not supported"):
-        UnigramModel([("a", 0.0)], None, byte_fallback=True)
+def test_byte_fallback_must_be_a_bool():
+    with pytest.raises(ValueError, match=r"model\.byte_fallback: expected true or false, found 1"):
+        UnigramModel([("a", 0.0)], None, byte_fallback=1)
 
 
 def test_to_json_is_hf_model_json_and_round_trips():

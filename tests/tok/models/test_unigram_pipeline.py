@@ -114,7 +114,7 @@ def test_save_then_hf_load_gives_equal_ids(tmp_path):
 
 
 @pytest.mark.parametrize("path, value, message", [
-    (("model", "byte_fallback"), True, "model.byte_fallback: true is not supported"),
+    (("model", "byte_fallback"), "yes", "model.byte_fallback: expected true or false"),
     (("model", "unk_id"), 40000, "model.unk_id"),
     (("pre_tokenizer", "add_prefix_space"), False, "pre_tokenizer.add_prefix_space: false contradicts"),
     (("pre_tokenizer", "prepend_scheme"), "sometimes", "pre_tokenizer.prepend_scheme"),

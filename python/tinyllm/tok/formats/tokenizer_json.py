@@ -4,13 +4,15 @@ The reader accepts the subset tinyllm implements exactly and rejects everything 
 ValueError that names the JSON path and the value, so a file never loads into a tokenizer that
 would give different ids than Hugging Face:
 
-    tokenizer.json: model.byte_fallback: true is not supported; expected false
+    tokenizer.json: model.dropout: 0.1 is not supported; expected one of null, 0
     tokenizer.json: model.merges[1207]: 'Ġth e' uses 'Ġth', which is not in model.vocab
 
 Accepted: normalizers null, NFC, NFKC, Lowercase, BertNormalizer, Precompiled, Replace, Strip,
 Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex pattern, any behaviour, invert),
 BertPreTokenizer, WhitespaceSplit, Metaspace and Sequence; the models BPE (with or without "type",
-merges as "a b" strings or [a, b] pairs), WordPiece and Unigram; post-processors null, ByteLevel,
+merges as "a b" strings or [a, b] pairs; byte-level or character-level, with byte_fallback,
+fuse_unk, unk_token, continuing_subword_prefix, end_of_word_suffix, ignore_merges; dropout null
+or 0), WordPiece, Unigram (with byte_fallback) and WordLevel; post-processors null, ByteLevel,
 TemplateProcessing (single and pair); decoders null, ByteLevel, WordPiece and Metaspace.
 `truncation` and `padding` are ignored. Token ids are integers in [0, 2**24).
 
@@ -32,6 +34,7 @@ from tinyllm._io import read_json_file
 from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.models.bpe import BPEModel
 from tinyllm.tok.models.unigram import UnigramModel
+from tinyllm.tok.models.wordlevel import WordLevelModel
 from tinyllm.tok.models.wordpiece import WordPieceModel
 from tinyllm.tok.stages import bert, decoders, normalizers, pre_tokenizers, processors
 from tinyllm.tok.stages.added_tokens import AddedToken
@@ -44,6 +47,7 @@ BPE_KEYS = ("type", "dropout", "unk_token", "continuing_subword_prefix", "end_of
             "byte_fallback", "ignore_merges", "vocab", "merges")
 WORDPIECE_KEYS = ("type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab")
 UNIGRAM_KEYS = ("type", "unk_id", "vocab", "byte_fallback")
+WORDLEVEL_KEYS = ("type", "vocab", "unk_token")
 METASPACE_KEYS = ("type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep")
 SCHEMA = "tokenizer-json"
 #: Ids index dense tables, so they are bounded (the largest real vocabularies hold about 2**18).
@@ -290,17 +294,21 @@ class _Reader:
 
     def bpe(self, doc: dict, path: str):
         self.object(doc, path, BPE_KEYS)
-        if doc.get("dropout") is not None:
-            raise self.unsupported(f"{path}.dropout", doc["dropout"])
-        for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-            if doc.get(key) not in (None, ""):
-                raise self.unsupported(f"{path}.{key}", doc[key])
-        self.boolean(doc, "fuse_unk", path, default=False, must_be=False)
-        self.boolean(doc, "byte_fallback", path, default=False, must_be=False)
-        ignore_merges = self.boolean(doc, "ignore_merges", path, default=False)
-        unk = doc.get("unk_token")
-        if unk is not None and not isinstance(unk, str):
-            raise self.error(f"{path}.unk_token", f"expected a string or null, found {_show(unk)}")
+        dropout = doc.get("dropout")
+        # Hugging Face treats 0 as no dropout; any other p makes its encode random, which a file
+        # cannot pin: tinyllm draws BPE-dropout per call instead (`encode(dropout=p, seed=...)`).
+        if dropout is not None and not (isinstance(dropout, (int, float)) and not isinstance(dropout, bool)
+                                        and dropout == 0):
+            raise self.error(f"{path}.dropout", f"{_show(dropout)} is not supported; expected null or 0 "
+                                                f"(BPE-dropout is per call: encode(dropout=p, seed=...))")
+        fields = {}
+        for key in ("continuing_subword_prefix", "end_of_word_suffix", "unk_token"):
+            value = doc.get(key)
+            if value is not None and not isinstance(value, str):
+                raise self.error(f"{path}.{key}", f"expected a string or null, found {_show(value)}")
+            fields[key] = value
+        for key in ("fuse_unk", "byte_fallback", "ignore_merges"):
+            fields[key] = self.boolean(doc, key, path, default=False)
         vocab = self.vocab_ids(doc, path)
         merges = doc.get("merges")
         if not isinstance(merges, list):
@@ -317,7 +325,7 @@ class _Reader:
                 raise self.error(f"{path}.merges[{k}]", f"expected {schemas.expected(SCHEMA, 'merge')}, found {_show(m)}")
             pairs.append((parts[0], parts[1]))
         try:
-            return BPEModel(vocab, pairs, unk_token=unk, ignore_merges=ignore_merges, where=path)
+            return BPEModel(vocab, pairs, where=path, **fields)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
 
@@ -333,6 +341,8 @@ class _Reader:
             return self.wordpiece(doc, "model")
         if kind == "Unigram":
             return self.unigram(doc, "model")
+        if kind == "WordLevel":
+            return self.wordlevel(doc, "model")
         if kind is None:
             raise self.error("model.type", "missing, and the model has neither merges (BPE) nor "
                                            "max_input_chars_per_word (WordPiece) to infer it from")
@@ -368,9 +378,20 @@ class _Reader:
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
 
+    def wordlevel(self, doc: dict, path: str):
+        self.object(doc, path, WORDLEVEL_KEYS)
+        vocab = self.vocab_ids(doc, path)
+        unk = doc.get("unk_token")
+        if not isinstance(unk, str):
+            raise self.error(f"{path}.unk_token", f"expected a string, found {_show(unk)}")
+        try:
+            return WordLevelModel(vocab, unk_token=unk, where=path)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
+
     def unigram(self, doc: dict, path: str):
         self.object(doc, path, UNIGRAM_KEYS)
-        self.boolean(doc, "byte_fallback", path, default=False, must_be=False)
+        byte_fallback = self.boolean(doc, "byte_fallback", path, default=False)
         vocab = doc.get("vocab")
         if not isinstance(vocab, list):
             raise self.error(f"{path}.vocab", f"expected a list of [piece, score] pairs, found {_show(vocab)}")
@@ -391,7 +412,7 @@ class _Reader:
         if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
             raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
         try:
-            return UnigramModel(pieces, unk_id)
+            return UnigramModel(pieces, unk_id, byte_fallback, where=path)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
 

@@ -1,4 +1,4 @@
-"""Byte-level BPE encoding: apply learned merge ranks inside each pre-token.
+"""BPE encoding: apply learned merge ranks inside each pre-token.
 
 Among adjacent pairs present in the merge table, merge the one with the lowest rank (leftmost on
 ties) and repeat until none applies. Frequencies play no part at encode time. With `ignore_merges`
@@ -11,12 +11,46 @@ position wins, as in Hugging Face.
 ...                  [("a", "b"), ("b", "c"), ("ab", "c")])
 >>> [t[0] for t in model.tokenize("abcbc")]
 [5, 4]
+
+The word starts as one symbol per character (byte-level pipelines hand over words already spelled
+in the byte alphabet), looked up as Hugging Face's `merge_word` does:
+
+- `continuing_subword_prefix` goes in front of every character but the first, and
+  `end_of_word_suffix` after the last (`"abc"` with `##` and `</w>`: `a`, `##b`, `##c</w>`); a merge
+  `(left, right)` then makes `left + right` without right's first len(prefix) bytes
+  (`a` + `##b` -> `ab`).
+- A character (so decorated) missing from the vocabulary becomes, with `byte_fallback`, one
+  `<0xNN>` token per UTF-8 byte of that string, if every one of them exists; otherwise the unknown
+  token when `unk_token` is set, else nothing. With `fuse_unk`, consecutive unknowns are one token.
+  An unknown is emitted only when the next character is known or the word ends, so byte tokens
+  found in between come first (Hugging Face's order, kept for equal ids).
+
+>>> vocab = {"<unk>": 0, "a": 1, "<0xC3>": 2, "<0xA9>": 3}
+>>> model = BPEModel(vocab, [], unk_token="<unk>", byte_fallback=True, fuse_unk=True)
+>>> model.tokenize("aéxy")      # é -> two byte tokens (each spans é), x and y fuse into one unk
+[(1, 0, 1), (2, 1, 2), (3, 1, 2), (0, 2, 4)]
 """
 
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
+
+def byte_token(b: int) -> str:
+    """The byte-fallback token of byte `b` (sentencepiece's spelling): `<0x0A>`, `<0xC3>`."""
+    return f"<0x{b:02X}>"
+
+
+def _merged(left: str, right: str, cut: int) -> Optional[str]:
+    """Hugging Face's merged token: `left` + `right` without its first `cut` bytes (None where
+    that is not a character boundary of `right`)."""
+    raw = right.encode("utf-8")
+    if len(raw) < cut:
+        return None
+    try:
+        return left + raw[cut:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 class BPEModel:
@@ -25,8 +59,9 @@ class BPEModel:
     type = "BPE"
 
     def __init__(self, vocab: dict[str, int], merges: Sequence[tuple[str, str]], *,
-                 unk_token: Optional[str] = None, ignore_merges: bool = False,
-                 where: str = "model") -> None:
+                 unk_token: Optional[str] = None, ignore_merges: bool = False, byte_fallback: bool = False,
+                 fuse_unk: bool = False, continuing_subword_prefix: Optional[str] = None,
+                 end_of_word_suffix: Optional[str] = None, where: str = "model") -> None:
         self.vocab = dict(vocab)
         size = max(self.vocab.values(), default=-1) + 1
         self.id_to_token: list[Optional[str]] = [None] * size
@@ -34,21 +69,40 @@ class BPEModel:
             self.id_to_token[i] = token
         self.merges = [tuple(m) for m in merges]
         self.ignore_merges = ignore_merges
+        self.byte_fallback = byte_fallback
+        self.fuse_unk = fuse_unk
+        self.prefix = continuing_subword_prefix
+        self.suffix = end_of_word_suffix
         self.unk_token = unk_token
         self.unk_id = None
         if unk_token is not None:
             if unk_token not in self.vocab:
+                # Hugging Face fails only when an unknown character shows up; encoding a str must
+                # never fail here, so the file is refused up front.
                 raise ValueError(f"{where}.unk_token: {unk_token!r} is not in {where}.vocab")
             self.unk_id = self.vocab[unk_token]
+        #: byte_ids[b]: the id of `<0xNN>` for byte b, or None.
+        self.byte_ids: list[Optional[int]] = [self.vocab.get(byte_token(b)) for b in range(256)]
+        # A merge's result drops the prefix (its length in UTF-8 bytes) from the right part.
+        cut = len(self.prefix.encode("utf-8")) if self.prefix else 0
         # (left id, right id) -> (rank, merged id); a later duplicate overwrites an earlier one.
         self.ranks: dict[tuple[int, int], tuple[int, int]] = {}
         for rank, (left, right) in enumerate(self.merges):
-            for part in (left, right, left + right):
+            name = f"{where}.merges[{rank}]: {left + ' ' + right!r}"
+            merged = _merged(left, right, cut)
+            if merged is None:
+                raise ValueError(f"{name}: cannot drop the {cut}-byte continuing_subword_prefix "
+                                 f"{self.prefix!r} from {right!r} (Hugging Face fails on this merge)")
+            for part in (left, right, merged):
                 if part not in self.vocab:
-                    raise ValueError(
-                        f"{where}.merges[{rank}]: {left + ' ' + right!r} uses {part!r}, which is not in {where}.vocab"
-                    )
-            self.ranks[(self.vocab[left], self.vocab[right])] = (rank, self.vocab[left + right])
+                    raise ValueError(f"{name} uses {part!r}, which is not in {where}.vocab")
+            self.ranks[(self.vocab[left], self.vocab[right])] = (rank, self.vocab[merged])
+
+    @property
+    def plain(self) -> bool:
+        """Whether words start as plain character lookups (no prefix, suffix, byte fallback or
+        fused unknowns): what the byte-level engine implements."""
+        return not (self.prefix or self.suffix or self.byte_fallback or self.fuse_unk)
 
     def to_json(self) -> dict:
         """The `model` object of tokenizer.json (vocab ordered by id, merges as pairs)."""
@@ -56,28 +110,61 @@ class BPEModel:
             "type": "BPE",
             "dropout": None,
             "unk_token": self.unk_token,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
+            "continuing_subword_prefix": self.prefix,
+            "end_of_word_suffix": self.suffix,
+            "fuse_unk": self.fuse_unk,
+            "byte_fallback": self.byte_fallback,
             "ignore_merges": self.ignore_merges,
             "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
             "merges": [list(m) for m in self.merges],
         }
 
+    def symbols(self, word: str) -> list[list[int]]:
+        """The word's starting symbols, [id, start, end] each (character positions), before any
+        merge; see the module docstring for the rules."""
+        symbols: list[list[int]] = []
+        pending: Optional[list[int]] = None  # an unknown not yet emitted
+        last = len(word) - 1
+        for k, ch in enumerate(word):
+            s = ch
+            if k > 0 and self.prefix:
+                s = self.prefix + s
+            if k == last and self.suffix:
+                s = s + self.suffix
+            i = self.vocab.get(s)
+            if i is not None:
+                if pending is not None:
+                    symbols.append(pending)
+                    pending = None
+                symbols.append([i, k, k + 1])
+                continue
+            if self.byte_fallback:
+                ids = [self.byte_ids[b] for b in s.encode("utf-8")]
+                if None not in ids:
+                    # Every byte token spans the whole character, as Hugging Face's offsets do.
+                    symbols.extend([b, k, k + 1] for b in ids)
+                    continue  # a pending unknown stays pending: it comes after these bytes
+            if self.unk_id is None:
+                continue  # dropped, as Hugging Face does without unk_token
+            if pending is not None and self.fuse_unk:
+                pending[2] = k + 1
+            else:
+                if pending is not None:
+                    symbols.append(pending)
+                pending = [self.unk_id, k, k + 1]
+        if pending is not None:
+            symbols.append(pending)
+        return symbols
+
     def tokenize(self, word: str) -> list[tuple[int, int, int]]:
         """(id, start, end) for each token of `word`; start and end count characters of `word`.
 
-        A character missing from the vocabulary becomes `unk_token`, or is dropped when there is
-        none (Hugging Face's behaviour; byte-level vocabularies contain every byte).
+        A character missing from the vocabulary becomes byte tokens, `unk_token`, or is dropped
+        (see the module docstring; byte-level vocabularies contain every byte).
         """
         if self.ignore_merges and word in self.vocab:
             return [(self.vocab[word], 0, len(word))]
-        symbols: list[list[int]] = []  # [id, start, end]
-        for k, ch in enumerate(word):
-            i = self.vocab.get(ch, self.unk_id)
-            if i is not None:
-                symbols.append([i, k, k + 1])
+        symbols = self.symbols(word)
         while len(symbols) > 1:
             best = None
             for k in range(len(symbols) - 1):
@@ -107,11 +194,7 @@ class BPEModel:
         >>> [model.id_to_token[i] for i, _, _ in model.tokenize_dropout("abc", 0.5, Draws([0.9, 0.1]))]
         ['ab', 'c']
         """
-        symbols: list[list[int]] = []
-        for k, ch in enumerate(word):
-            i = self.vocab.get(ch, self.unk_id)
-            if i is not None:
-                symbols.append([i, k, k + 1])
+        symbols = self.symbols(word)
         while len(symbols) > 1:
             eligible = []
             for k in range(len(symbols) - 1):

@@ -1,5 +1,6 @@
-"""`BPETokenizer`: a byte-level BPE pipeline (GPT-2, SmolLM2, o200k) around `BPEModel`, with
-BPE-dropout; it runs on the Rust engine when the pipeline allows.
+"""`BPETokenizer`: a BPE pipeline around `BPEModel`, byte-level (GPT-2, SmolLM2, o200k) or
+character-level (Llama-2 style, with byte fallback), with BPE-dropout; it runs on a Rust engine
+when the pipeline allows.
 """
 
 from __future__ import annotations
@@ -7,25 +8,29 @@ from __future__ import annotations
 from typing import Optional
 
 from tinyllm.tok.models.bpe import BPEModel
-from tinyllm.tok.models.engines import build_bpe_engine
+from tinyllm.tok.models.engines import bpe_text_spec, build_bpe_engine, build_text_engine
 from tinyllm.tok.pipeline import PipelineTokenizer
 from tinyllm.tok.stages.special_policy import SpecialSet
 from tinyllm.tok.stochastic import check_probability, segmentation_key
 
 
 class BPETokenizer(PipelineTokenizer):
-    """A byte-level BPE tokenizer from a tokenizer.json (GPT-2, SmolLM2, o200k, ...).
+    """A BPE tokenizer from a tokenizer.json: byte-level (GPT-2, SmolLM2, o200k, ...) when the
+    pre-tokenizer ends in ByteLevel, else character-level (Metaspace or no pre-tokenizer).
 
-    Pipelines without a normalizer whose pre-tokenizer ends in ByteLevel run on the Rust engine
-    (`tinyllm._core.BpeEngine`); everything else, and `TINYLLM_PURE_PYTHON=1`, runs on the
-    reference. `uses_fast_path` tells which. Both give the same ids; the tests prove it.
+    Byte-level pipelines without a normalizer run on the Rust engine (`tinyllm._core.BpeEngine`);
+    character-level ones on `tinyllm._core.TextEngine` when their stages are among the engine's;
+    everything else, and `TINYLLM_PURE_PYTHON=1`, runs on the reference. `uses_fast_path` tells which. Both give the same ids; the tests prove it.
     """
 
     MODEL_TYPE = "BPE"
 
     def __init__(self, model: BPEModel, **stages) -> None:
         super().__init__(model, **stages)
-        self._fast = build_bpe_engine(self)
+        if self.byte_level:
+            self._fast = build_bpe_engine(self)
+        else:  # character-level (Metaspace or no pre-tokenizer): the text engine's BPE
+            self._fast = build_text_engine(self, "BPE", bpe_text_spec(model))
 
     def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
                disallowed_special: SpecialSet = (), dropout: Optional[float] = None, seed: int = 0,

@@ -1,8 +1,10 @@
 """Attach the Rust engines of `tinyllm._core` to pipeline tokenizers.
 
 `build_bpe_engine` runs byte-level BPE pipelines (no normalizer, a pre-tokenizer ending in
-ByteLevel); `build_text_engine` runs WordPiece and Unigram pipelines: added-token splitting, the
-normalizer, the pre-tokenizer and the model, with the GIL released. Each returns None for a
+ByteLevel, no byte fallback, fused unknowns, prefix or suffix); `build_text_engine` runs
+WordPiece, Unigram, WordLevel and character-level BPE pipelines (BPE whose pre-tokenizer is not
+ByteLevel: Metaspace or none, Llama-2 style): added-token splitting, the normalizer, the
+pre-tokenizer and the model, with the GIL released. Each returns None for a
 pipeline outside what its engine implements, or without the compiled core; the tokenizer then
 encodes with the readable reference and says so through `uses_fast_path`.
 """
@@ -30,9 +32,9 @@ def _stages_supported(doc, allowed: tuple) -> bool:
 
 def build_bpe_engine(tok):
     """The Rust engine of a byte-level BPE tokenizer, or None."""
-    if _native.core is None or tok.normalizer is not None or not tok.byte_level:
-        return None
     model = tok.model
+    if _native.core is None or tok.normalizer is not None or not tok.byte_level or not model.plain:
+        return None
     alphabet = byte_alphabet()
     byte_ids = [model.vocab.get(alphabet[b]) for b in range(256)]
     merges = [(left, right, rank, merged) for (left, right), (rank, merged) in model.ranks.items()]
@@ -51,8 +53,23 @@ def build_bpe_engine(tok):
         return None  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it
 
 
+def bpe_text_spec(model) -> dict:
+    """The TextEngine spec of a character-level BPE model (ids, not strings, for the merges)."""
+    return {
+        "vocab": model.vocab,
+        "merges": [[left, right, rank, merged] for (left, right), (rank, merged) in model.ranks.items()],
+        "unk_id": model.unk_id,
+        "byte_fallback": model.byte_fallback,
+        "fuse_unk": model.fuse_unk,
+        "prefix": model.prefix or "",
+        "suffix": model.suffix or "",
+        "ignore_merges": model.ignore_merges,
+    }
+
+
 def build_text_engine(tok, model_type: str, model_spec: dict):
-    """The Rust engine of a WordPiece or Unigram tokenizer (`model_type`), or None."""
+    """The Rust engine of a WordPiece, Unigram, WordLevel or character-level BPE tokenizer
+    (`model_type`), or None."""
     if _native.core is None:
         return None
     normalizer = tok.normalizer.to_json() if tok.normalizer is not None else None

@@ -61,8 +61,9 @@ class UnigramModel:
 
     def __init__(self, pieces: Sequence[tuple[str, float]], unk_id: Optional[int],
                  byte_fallback: bool = False, *, where: str = "model") -> None:
-        if byte_fallback is not False:
-            raise ValueError(f"{where}.byte_fallback: {byte_fallback!r} is not supported (expected false)")
+        if not isinstance(byte_fallback, bool):
+            raise ValueError(f"{where}.byte_fallback: expected true or false, found {byte_fallback!r}")
+        self.byte_fallback = byte_fallback
         self.pieces: list[tuple[str, float]] = [_check_piece(entry, f"{where}.vocab[{i}]")
                                                 for i, entry in enumerate(pieces)]
         self.vocab: dict[str, int] = {}
@@ -80,11 +81,13 @@ class UnigramModel:
         self.unk_id = unk_id
         self.unk_score = min(self.scores, default=0.0) - UNK_PENALTY
         self.max_piece_chars = max((len(p) for p in self.id_to_token), default=0)
+        #: byte_ids[b]: the id of the piece `<0xNN>` for byte b, or None.
+        self.byte_ids: list[Optional[int]] = [self.vocab.get(f"<0x{b:02X}>") for b in range(256)]
 
     def to_json(self) -> dict:
         """The model object of tokenizer.json, as Hugging Face writes it."""
         return {"type": "Unigram", "unk_id": self.unk_id,
-                "vocab": [[piece, score] for piece, score in self.pieces], "byte_fallback": False}
+                "vocab": [[piece, score] for piece, score in self.pieces], "byte_fallback": self.byte_fallback}
 
     # -- the lattice --------------------------------------------------------------------------
 
@@ -231,10 +234,27 @@ class UnigramModel:
             while last + 1 < len(path) and path[last + 1].id == self.unk_id:
                 last += 1
             start, end = edge.start, path[last].end
-            # HF maps the fused text back through the vocabulary: usually unknown, so unk_id.
-            tokens.append((self.vocab.get(word[start:end], self.unk_id), start, end))
+            tokens.extend(self._unknown(word[start:end], start, end))
             k = last + 1
         return tokens
+
+    def _unknown(self, text: str, start: int, end: int) -> list[tuple[int, int, int]]:
+        """The tokens of a fused run of unknown nodes: HF maps its text back through the
+        vocabulary (usually unknown); with `byte_fallback`, an unknown text becomes one `<0xNN>`
+        piece per UTF-8 byte, each spanning the whole run, if all of them exist; else `unk_id`.
+
+        >>> m = UnigramModel([("<unk>", 0.0), ("a", -1.0), ("<0xC3>", -9.0), ("<0xA9>", -9.0)], 0, True)
+        >>> m.tokenize("aéa"), m.tokenize("aéxa")   # x has no byte piece: the run éx is one unk
+        ([(1, 0, 1), (2, 1, 2), (3, 1, 2), (1, 2, 3)], [(1, 0, 1), (0, 1, 3), (1, 3, 4)])
+        """
+        i = self.vocab.get(text)
+        if i is not None:
+            return [(i, start, end)]
+        if self.byte_fallback:
+            ids = [self.byte_ids[b] for b in text.encode("utf-8")]
+            if None not in ids:
+                return [(b, start, end) for b in ids]
+        return [(self.unk_id, start, end)]
 
     def _uncovered(self, word: str, reached: list) -> ValueError:
         """The error for a word no path covers: the furthest reachable position starts no piece."""

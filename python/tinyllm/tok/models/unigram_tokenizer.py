@@ -79,4 +79,5 @@ class UnigramTokenizer(PipelineTokenizer):
 
 def _build_engine(tok: UnigramTokenizer):
     model = tok.model
-    return build_text_engine(tok, "Unigram", {"pieces": [[p, s] for p, s in model.pieces], "unk_id": model.unk_id})
+    return build_text_engine(tok, "Unigram", {"pieces": [[p, s] for p, s in model.pieces], "unk_id": model.unk_id,
+                                               "byte_fallback": model.byte_fallback})
