@@ -109,11 +109,12 @@ def _parts(data: bytes) -> SentencePieceParts:
 
 
 def _bos_eos(model, trainer) -> Optional[TemplateProcessing]:
-    """sentencepiece's add_bos / add_eos: the id of bos_piece / eos_piece, unless that is unknown."""
+    """sentencepiece's add_bos / add_eos: the id of bos_piece / eos_piece when it is a CONTROL piece
+    (sentencepiece refuses add_bos otherwise; here nothing is added for that role)."""
     found = {}
     for role, piece in (("bos", trainer.bos_piece or "<s>"), ("eos", trainer.eos_piece or "</s>")):
         i = model.piece_to_id(piece)
-        if i != model.unk_id:
+        if model.types[i] == CONTROL:
             found[role] = (piece, i)
     if not found:
         return None

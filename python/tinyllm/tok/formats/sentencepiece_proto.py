@@ -45,10 +45,11 @@ UNIGRAM, BPE, WORD, CHAR = 1, 2, 3, 4
 MODEL_TYPES = {UNIGRAM: "UNIGRAM", BPE: "BPE", WORD: "WORD", CHAR: "CHAR"}
 
 
-def read_varint(data: bytes, pos: int, where: str) -> tuple[int, int]:
-    """(value, next position) of the varint at `pos`; the value is the raw unsigned 64-bit one."""
+def read_varint(data: bytes, pos: int, where: str, base: int = 0) -> tuple[int, int]:
+    """(value, next position) of the varint at `pos`; the value is the raw unsigned 64-bit one.
+    `base` (the offset of `data` in the file) only shifts the offsets errors report."""
     value = shift = 0
-    start = pos
+    start = base + pos
     while True:
         if pos >= len(data):
             raise ValueError(f"{where} at byte {start}: varint runs past the end of the data ({len(data)} bytes); "
@@ -79,7 +80,7 @@ def iter_fields(data: bytes, where: str, base: int = 0,
     pos = 0
     counts: dict[int, int] = {}
     while pos < len(data):
-        key, next_pos = read_varint(data, pos, f"{where} (field key)")
+        key, next_pos = read_varint(data, pos, f"{where} (field key)", base)
         if key >> 3 == 0:
             raise ValueError(f"{where} at byte {base + pos}: field number 0 is invalid")
         pos = next_pos
@@ -89,7 +90,7 @@ def iter_fields(data: bytes, where: str, base: int = 0,
         counts[number] = k + 1
         name = label(number, k) if label is not None else f"#{number}"
         if wire == VARINT:
-            value, pos = read_varint(data, pos, f"{where}.{name}")
+            value, pos = read_varint(data, pos, f"{where}.{name}", base)
         elif wire == FIXED64 or wire == FIXED32:
             size = 8 if wire == FIXED64 else 4
             if pos + size > len(data):
@@ -98,7 +99,7 @@ def iter_fields(data: bytes, where: str, base: int = 0,
             value = int.from_bytes(data[pos:pos + size], "little")
             pos += size
         elif wire == LENGTH:
-            length, pos = read_varint(data, pos, f"{where}.{name}")
+            length, pos = read_varint(data, pos, f"{where}.{name}", base)
             if pos + length > len(data):
                 raise ValueError(f"{where}.{name} at byte {at}: length {length} runs past the end of the data "
                                  f"({base + len(data)} bytes); the file is truncated")
@@ -180,7 +181,7 @@ def _decode(data: bytes, name: str, schema: dict, where: str, base: int) -> dict
                 # packed repeated scalars (allowed by proto2 readers)
                 values, pos = [], 0
                 while pos < len(f.value):
-                    v, pos = read_varint(f.value, pos, here)
+                    v, pos = read_varint(f.value, pos, here, f.offset)
                     values.append(convert(v, here))
                 out.setdefault(fname, []).extend(values)
                 continue

@@ -8,10 +8,11 @@ differs in ways that change ids:
   compared with the stored float32 (sentencepiece 0.2.3 as measured: keeping the double sum for
   the comparison, as the source of 0.2.0 reads, disagrees on a few corpus lines; the float32 rule
   agrees on all);
-* a USER_DEFINED piece scores `float32(n * max_score) - 0.1` *in double* (n = its length in UTF-8
-  bytes, max_score = the highest NORMAL score, or FLT_MIN if all are negative), a bonus so that it
-  is nearly always chosen; a crafted near-tie test pins that its candidate rounds the double sum
-  once; UNUSED pieces are not in the lattice;
+* a USER_DEFINED piece scores `float32(n * 0.1f) - 0.1` (n = its length in UTF-8 bytes), whatever
+  its score in the file and whatever the other pieces' scores. This is measured on sentencepiece
+  0.2.3 with crafted models (tests/tok/formats/test_sentencepiece.py pins it): the 0.2.0 source
+  reads `n * max_score - 0.1` with max_score the highest NORMAL score, which 0.2.3 does not do;
+  UNUSED pieces are not in the lattice;
 * an unknown node (score `min_score - 10` in float32, min over NORMAL pieces) covers one character
   where no single-character piece starts; consecutive unknown tokens fuse into one unknown id (or
   become bytes with byte_fallback: `SpmPieces.finish`); the fused text is not looked up again.
@@ -35,6 +36,7 @@ from tinyllm.tok.models.spm_pieces import NORMAL, UNUSED, USER_DEFINED, SpmPiece
 FLT_MIN = 1.1754943508222875e-38
 FLT_MAX = 3.4028234663852886e38
 UNK_PENALTY = 10.0
+USER_DEFINED_UNIT = 0.10000000149011612  # 0.1f: a USER_DEFINED piece of n bytes scores n * 0.1f - 0.1
 
 _F32 = struct.Struct("<f")
 
@@ -62,7 +64,7 @@ class SpmUnigramModel(SpmPieces):
             if kind == UNUSED:
                 continue
             if kind == USER_DEFINED:
-                score = f32(len(piece.encode("utf-8")) * self.max_score) - 0.1
+                score = f32(len(piece.encode("utf-8")) * USER_DEFINED_UNIT) - 0.1
             else:
                 score = self.scores[i]
             self.lattice_pieces[piece] = (i, score)
