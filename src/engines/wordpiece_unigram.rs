@@ -12,6 +12,8 @@ use std::sync::Arc;
 use crate::engines::word_cache::{ShardedCache, WordCache};
 use crate::engines::Encoder;
 use crate::models::random::SplitMix64;
+use crate::models::spm_bpe::SpmBpeModel;
+use crate::models::spm_unigram::SpmUnigramModel;
 use crate::models::unigram::UnigramModel;
 use crate::models::wordpiece::WordPieceModel;
 use crate::spec::Spec;
@@ -45,6 +47,9 @@ pub fn for_each_word(
 pub enum Model {
     WordPiece(WordPieceModel),
     Unigram(UnigramModel),
+    // SentencePiece `.model` files (spec: `pieces` [[text, score, type], ...], `byte_fallback`).
+    SpmBpe(Box<SpmBpeModel>),
+    SpmUnigram(Box<SpmUnigramModel>),
 }
 
 impl Model {
@@ -108,6 +113,16 @@ impl Model {
                 })?;
                 Ok((Model::Unigram(UnigramModel::new(&pieces, unk)?), max_id))
             }
+            "SentencePieceBPE" => {
+                let model = SpmBpeModel::from_spec(&spec)?;
+                let max_id = model.pieces.max_id();
+                Ok((Model::SpmBpe(Box::new(model)), max_id))
+            }
+            "SentencePieceUnigram" => {
+                let model = SpmUnigramModel::from_spec(&spec)?;
+                let max_id = model.pieces.max_id();
+                Ok((Model::SpmUnigram(Box::new(model)), max_id))
+            }
             other => Err(Error::Field {
                 field: "model_type".into(),
                 expected: "\"WordPiece\" or \"Unigram\"".into(),
@@ -121,6 +136,8 @@ impl Model {
         match self {
             Model::WordPiece(m) => m.encode(piece, out),
             Model::Unigram(m) => m.encode(piece, out),
+            Model::SpmBpe(m) => m.encode(piece, out),
+            Model::SpmUnigram(m) => m.encode(piece, out),
         }
     }
 }

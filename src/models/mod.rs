@@ -4,5 +4,8 @@
 
 pub mod bpe;
 pub mod random;
+pub mod spm_bpe;
+pub mod spm_pieces;
+pub mod spm_unigram;
 pub mod unigram;
 pub mod wordpiece;
