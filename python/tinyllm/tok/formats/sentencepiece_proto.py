@@ -151,16 +151,17 @@ _KINDS: dict[str, tuple[int, Callable]] = {
 }
 
 
-def _decode(data: bytes, name: str, schema: dict, where: str, base: int) -> dict:
+def _decode(data: bytes, name: str, schema: dict, where: str, base: int, first: Optional[dict] = None) -> dict:
     """Fields of one message by the `schema` {number: (name, kind, repeated)}; nested messages are
-    kinds given as (sub-message name, sub-schema, builder)."""
+    kinds given as (sub-message name, sub-schema, builder). `first`: repeated fields already read
+    (their counts, so indices in errors stay right)."""
     out: dict = {}
-    counts: dict[int, int] = {}
+    counts: dict[int, int] = dict(first or {})
     def label(number: int, k: int) -> str:
         spec = schema.get(number)
         if spec is None:
             return f"#{number}"
-        return f"{spec[0]}[{k}]" if spec[2] else spec[0]
+        return f"{spec[0]}[{k + (first or {}).get(number, 0)}]" if spec[2] else spec[0]
 
     for f in iter_fields(data, where, base, label):
         spec = schema.get(f.number)
@@ -292,9 +293,51 @@ _MODEL_SCHEMA = {
 }
 
 
+_F32 = struct.Struct("<f")
+
+
+def _fast_pieces(data: bytes, pos: int, pieces: list) -> int:
+    """Read pieces written the usual way (field 1; inside: piece, score, type in that order, all
+    lengths below 128) from `pos` on; return where that layout stops. Anything else (and every
+    error) is left to the general reader, which then reads from the returned position. A 256k-piece
+    file loads in a fraction of the general reader's time this way."""
+    n = len(data)
+    unpack = _F32.unpack_from
+    while pos + 4 <= n and data[pos] == 0x0A:
+        size = data[pos + 1]
+        end = pos + 2 + size
+        if size >= 0x80 or end > n or data[pos + 2] != 0x0A:
+            break
+        length = data[pos + 3]
+        q = pos + 4 + length
+        if length >= 0x80 or length == 0 or q > end:
+            break
+        try:
+            text = data[pos + 4:q].decode("utf-8")
+        except UnicodeDecodeError:
+            break
+        score, kind = 0.0, NORMAL
+        if q < end and data[q] == 0x15 and q + 5 <= end:
+            score = unpack(data, q + 1)[0]
+            q += 5
+        if q < end and data[q] == 0x18 and q + 2 <= end and data[q + 1] in PIECE_TYPES:
+            kind = data[q + 1]
+            q += 2
+        if q != end:
+            break
+        pieces.append(Piece(text, score, kind))
+        pos = end
+    return pos
+
+
 def read_model_proto(data: bytes, where: str = "ModelProto") -> ModelProto:
     """Parse a serialized ModelProto (see the module docstring); ValueError names the field and offset."""
-    fields = _decode(bytes(data), "ModelProto", _MODEL_SCHEMA, where, 0)
+    data = bytes(data)
+    pieces: list = []
+    start = _fast_pieces(data, 0, pieces)
+    fields = _decode(data[start:], "ModelProto", _MODEL_SCHEMA, where, start, first={1: len(pieces)})
+    if pieces:
+        fields["pieces"] = pieces + fields.get("pieces", [])
     return ModelProto(pieces=fields.get("pieces", []), trainer_spec=fields.get("trainer_spec", TrainerSpec()),
                       normalizer_spec=fields.get("normalizer_spec", NormalizerSpec()),
                       denormalizer_spec=fields.get("denormalizer_spec"))

@@ -37,32 +37,32 @@ def byte_piece(b: int) -> str:
 _BYTE_OF = {byte_piece(b): b for b in range(256)}
 
 
+def _good(entry) -> bool:
+    piece, score, kind = entry
+    return (type(piece) is str and piece != "" and kind in PIECE_TYPES and type(score) in (float, int)
+            and -math.inf < score < math.inf)
+
+
 class SpmPieces:
     """Pieces (text, score, type) in id order; ValueError names the piece of a bad table."""
 
     def __init__(self, pieces: Sequence[tuple[str, float, int]], byte_fallback: bool, *, where: str = "pieces") -> None:
-        self.pieces = [(str(p), float(s), int(t)) for p, s, t in pieces]
+        self.pieces = [tuple(p) for p in pieces]
         self.byte_fallback = bool(byte_fallback)
         self.id_to_token = [p for p, _, _ in self.pieces]
         self.scores = [s for _, s, _ in self.pieces]
         self.types = [t for _, _, t in self.pieces]
-        self.normal: dict[str, int] = {}
-        self.reserved: dict[str, int] = {}
         self.unk_id = None
         self.byte_ids = [None] * 256
-        for i, (piece, score, kind) in enumerate(self.pieces):
+        self.normal: dict[str, int] = {p: i for i, (p, _, t) in enumerate(self.pieces) if t in _VOCAB_TYPES}
+        self.reserved: dict[str, int] = {p: i for i, (p, _, t) in enumerate(self.pieces) if t not in _VOCAB_TYPES}
+        if len(self.normal) + len(self.reserved) != len(self.pieces) or not all(map(_good, self.pieces)):
+            self._explain(where)  # raises, naming the piece
+        for i, kind in enumerate(self.types):
+            if kind == NORMAL:
+                continue
+            piece = self.id_to_token[i]
             here = f"{where}[{i}]"
-            if not piece:
-                raise ValueError(f"{here}.piece: empty; expected a non-empty string")
-            if kind not in PIECE_TYPES:
-                raise ValueError(f"{here}.type: found {kind}, expected one of {sorted(PIECE_TYPES)}")
-            if not math.isfinite(score):
-                raise ValueError(f"{here}.score: {score} for {piece!r}; expected a finite number")
-            table = self.normal if kind in _VOCAB_TYPES else self.reserved
-            if piece in table:
-                raise ValueError(f"{here}.piece: {piece!r} is already defined as {where}[{table[piece]}]; "
-                                 "sentencepiece refuses duplicate pieces")
-            table[piece] = i
             if kind == UNKNOWN:
                 if self.unk_id is not None:
                     raise ValueError(f"{here}: a second UNKNOWN piece {piece!r} (the first is {where}[{self.unk_id}]); "
@@ -84,6 +84,23 @@ class SpmPieces:
         # what the pipeline's token_to_id sees: reserved first, as PieceToId
         self.vocab = dict(self.normal)
         self.vocab.update(self.reserved)
+
+    def _explain(self, where: str) -> None:
+        """Raise the ValueError for the first bad piece (empty, bad type or score, duplicate)."""
+        seen: tuple[dict, dict] = ({}, {})
+        for i, (piece, score, kind) in enumerate(self.pieces):
+            here = f"{where}[{i}]"
+            if not isinstance(piece, str) or not piece:
+                raise ValueError(f"{here}.piece: {piece!r}; expected a non-empty string")
+            if kind not in PIECE_TYPES:
+                raise ValueError(f"{here}.type: found {kind}, expected one of {sorted(PIECE_TYPES)}")
+            if type(score) not in (float, int) or not math.isfinite(score):
+                raise ValueError(f"{here}.score: {score!r} for {piece!r}; expected a finite number")
+            table = seen[0] if kind in _VOCAB_TYPES else seen[1]
+            if piece in table:
+                raise ValueError(f"{here}.piece: {piece!r} is already defined as {where}[{table[piece]}]; "
+                                 "sentencepiece refuses duplicate pieces")
+            table[piece] = i
 
     def piece_to_id(self, text: str) -> int:
         i = self.reserved.get(text)

@@ -44,8 +44,7 @@ class SentencePieceTokenizer(PipelineTokenizer):
     def engine_model_spec(self) -> dict:
         """The model as the Rust engine reads it: pieces [text, score, type] in id order."""
         m = self.model
-        spec = {"pieces": [[p, s, t] for p, s, t in m.pieces], "byte_fallback": m.byte_fallback}
-        return spec
+        return {"pieces": m.pieces, "byte_fallback": m.byte_fallback}  # tuples serialize as lists
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "SentencePieceTokenizer":

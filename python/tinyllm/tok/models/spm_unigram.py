@@ -56,19 +56,25 @@ class SpmUnigramModel(SpmPieces):
         self.min_score = min(normal_scores, default=FLT_MAX)
         self.max_score = max(normal_scores + [FLT_MIN])
         self.unk_score = f32(self.min_score - UNK_PENALTY)
-        # the lattice's pieces: id and the score a candidate adds (a float32 value, or a double for
-        # USER_DEFINED pieces; see the module docstring)
-        self.lattice_pieces: dict[str, tuple[int, float]] = {}
-        for piece, i in self.normal.items():
-            kind = self.types[i]
-            if kind == UNUSED:
-                continue
-            if kind == USER_DEFINED:
-                score = f32(len(piece.encode("utf-8")) * USER_DEFINED_UNIT) - 0.1
-            else:
-                score = self.scores[i]
-            self.lattice_pieces[piece] = (i, score)
-        self.max_piece_chars = max((len(p) for p in self.lattice_pieces), default=0)
+        self._lattice = None  # built on first use: the Rust engine does not need it
+
+    @property
+    def lattice_pieces(self) -> dict[str, tuple[int, float]]:
+        """The lattice's pieces: text -> (id, the score a candidate adds: a float32 value, or a
+        double for USER_DEFINED pieces; see the module docstring)."""
+        if self._lattice is None:
+            lattice = {}
+            for piece, i in self.normal.items():
+                kind = self.types[i]
+                if kind == UNUSED:
+                    continue
+                if kind == USER_DEFINED:
+                    lattice[piece] = (i, f32(len(piece.encode("utf-8")) * USER_DEFINED_UNIT) - 0.1)
+                else:
+                    lattice[piece] = (i, self.scores[i])
+            self._lattice = lattice
+            self.max_piece_chars = max((len(p) for p in lattice), default=0)
+        return self._lattice
 
     def to_json(self) -> dict:
         return {"type": self.type, "byte_fallback": self.byte_fallback, "pieces": self.to_json_pieces()}
@@ -81,7 +87,7 @@ class SpmUnigramModel(SpmPieces):
         best_score = [0.0] * (n + 1)  # float32 values
         best_start = [-1] * (n + 1)
         best_id = [-1] * (n + 1)
-        pieces = self.lattice_pieces
+        pieces = self.lattice_pieces  # (sets max_piece_chars)
         unk_id, unk_score = self.unk_id, self.unk_score
         for start in range(n):
             here = best_score[start]
