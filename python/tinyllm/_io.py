@@ -33,11 +33,16 @@ def _umask() -> int:
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write `text` as UTF-8 to `path` atomically and return the path."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write `data` to `path` atomically (a temporary file beside it, then a rename); return the path."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             # mkstemp makes the file private (0600); give it the mode a plain open() would.
             os.fchmod(f.fileno(), 0o666 & ~_umask())

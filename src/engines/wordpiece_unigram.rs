@@ -13,6 +13,8 @@ use crate::engines::word_cache::{ShardedCache, WordCache};
 use crate::engines::Encoder;
 use crate::models::char_bpe::{CharBpeModel, CharBpeOptions};
 use crate::models::random::SplitMix64;
+use crate::models::spm_bpe::SpmBpeModel;
+use crate::models::spm_unigram::SpmUnigramModel;
 use crate::models::unigram::UnigramModel;
 use crate::models::wordlevel::WordLevelModel;
 use crate::models::wordpiece::WordPieceModel;
@@ -50,6 +52,9 @@ pub enum Model {
     /// Character-level BPE (the pre-tokenizer is not ByteLevel).
     Bpe(CharBpeModel),
     WordLevel(WordLevelModel),
+    // SentencePiece `.model` files (spec: `pieces` [[text, score, type], ...], `byte_fallback`).
+    SpmBpe(Box<SpmBpeModel>),
+    SpmUnigram(Box<SpmUnigramModel>),
 }
 
 /// A `{token: id}` vocabulary of a spec and its largest id.
@@ -156,6 +161,16 @@ impl Model {
                 let unk = spec.with_field("unk_id", |v| v.as_u32())?;
                 Ok((Model::WordLevel(WordLevelModel::new(vocab, unk)?), max_id))
             }
+            "SentencePieceBPE" => {
+                let model = SpmBpeModel::from_spec(&spec)?;
+                let max_id = model.pieces.max_id();
+                Ok((Model::SpmBpe(Box::new(model)), max_id))
+            }
+            "SentencePieceUnigram" => {
+                let model = SpmUnigramModel::from_spec(&spec)?;
+                let max_id = model.pieces.max_id();
+                Ok((Model::SpmUnigram(Box::new(model)), max_id))
+            }
             other => Err(Error::Field {
                 field: "model_type".into(),
                 expected: "\"WordPiece\", \"Unigram\", \"BPE\" or \"WordLevel\"".into(),
@@ -171,6 +186,8 @@ impl Model {
             Model::Unigram(m) => m.encode(piece, out),
             Model::Bpe(m) => m.encode(piece, out),
             Model::WordLevel(m) => m.encode(piece, out),
+            Model::SpmBpe(m) => m.encode(piece, out),
+            Model::SpmUnigram(m) => m.encode(piece, out),
         }
     }
 }

@@ -6,6 +6,9 @@
 pub mod bpe;
 pub mod char_bpe;
 pub mod random;
+pub mod spm_bpe;
+pub mod spm_pieces;
+pub mod spm_unigram;
 pub mod unigram;
 pub mod wordlevel;
 pub mod wordpiece;

@@ -9,4 +9,5 @@ pub mod bert_tables;
 pub mod normalizers;
 pub mod pre_tokenizers;
 pub mod precompiled;
+pub mod spm_normalizer;
 pub mod text_pre_tokenizers;

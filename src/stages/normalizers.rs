@@ -18,6 +18,7 @@
 use crate::spec::Spec;
 use crate::stages::bert::BertNormalizer;
 use crate::stages::precompiled::Precompiled;
+use crate::stages::spm_normalizer::SpmNormalizer;
 use crate::text::base64::decode_base64;
 use crate::Error;
 
@@ -29,6 +30,8 @@ pub enum Normalizer {
     Replace(Replace),
     Strip(Strip),
     Sequence(Vec<Normalizer>),
+    // SentencePiece `.model` normalization (tinyllm's own JSON type "SentencePieceNormalizer").
+    SentencePiece(Box<SpmNormalizer>),
 }
 
 impl Normalizer {
@@ -71,6 +74,9 @@ impl Normalizer {
             "Sequence" => Normalizer::Sequence(
                 v.with_field("normalizers", |list| list.each_item(Normalizer::from_spec))?,
             ),
+            "SentencePieceNormalizer" => {
+                Normalizer::SentencePiece(Box::new(SpmNormalizer::from_spec(v)?))
+            }
             other => {
                 return Err(Error::Unsupported(format!(
                     "{}.type = {other:?}: the fast path runs BertNormalizer, Precompiled, Replace, \
@@ -89,6 +95,7 @@ impl Normalizer {
             Normalizer::Precompiled(n) => n.normalize(text, out),
             Normalizer::Replace(n) => n.normalize(text, out),
             Normalizer::Strip(n) => n.normalize(text, out),
+            Normalizer::SentencePiece(n) => n.normalize(text, out),
             Normalizer::Sequence(stages) => {
                 out.push_str(text);
                 for stage in stages {

@@ -215,6 +215,38 @@ impl Precompiled {
         self.first_leaf(key).map(|(_, span)| span)
     }
 
+    /// sentencepiece's rule at the start of `data`: (bytes matched, replacement) of the *longest*
+    /// rule that is a prefix of `data`. This is darts-clone's `commonPrefixSearch` given a length,
+    /// step for step (a NUL byte is walked like any other byte); the Python reference is
+    /// `Precompiled.longest_rule`.
+    pub fn longest_rule(&self, data: &[u8]) -> Option<(usize, &str)> {
+        let units = &self.units;
+        let mut node = unit_offset(units[0]);
+        let mut found = None;
+        for (i, &byte) in data.iter().enumerate() {
+            node ^= byte as usize;
+            let Some(&unit) = units.get(node) else { break };
+            if unit_label(unit) != byte as u32 {
+                break;
+            }
+            node ^= unit_offset(unit);
+            if unit & LEAF_BIT != 0 {
+                found = Some((i + 1, node));
+            }
+        }
+        let (length, node) = found?;
+        let text = units
+            .get(node)
+            .map(|&v| (v & VALUE_MASK) as usize)
+            .and_then(|v| self.table.as_bytes().get(v..))
+            .map(|rest| {
+                let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+                std::str::from_utf8(&rest[..end]).unwrap_or("")
+            })
+            .unwrap_or("");
+        Some((length, text))
+    }
+
     fn span_at(&self, start: usize) -> Option<Span> {
         let rest = self.table.as_bytes().get(start..)?;
         let len = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());

@@ -5,8 +5,10 @@ Resolution order:
 1. an existing directory: its `config.json` names the kind in `tl_tokenizer`
    (`"bytes"`: the byte tokenizer, `"file"`: the tokenizer file inside the directory); without
    a `config.json`, the tokenizer file inside it is used;
-2. an existing file: `tokenizer.json`, `tinyllm_char.json`, a JSON file in either format, or a
-   tiktoken `.tiktoken` file (see below);
+2. an existing file: `tokenizer.json`, `tinyllm_char.json`, a JSON file in either format, a
+   tiktoken `.tiktoken` file (see below), or a SentencePiece `.model` file (ids and decodes equal
+   sentencepiece's; a directory with no tokenizer.json or tinyllm_char.json but one `*.model`
+   file loads that file, tokenizer.json winning when both are there);
 3. a built-in preset name: `"bytes"`, `"gpt2"`, `"smollm2"`, `"cl100k"` or `"o200k"` (the last two
    are OpenAI's cl100k_base and o200k_base, from their `.tiktoken` files).
 
@@ -43,7 +45,9 @@ from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
 from tinyllm.tok.formats.tiktoken import SUFFIX as TIKTOKEN_SUFFIX, read_tiktoken
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
+from tinyllm.tok.formats.sentencepiece import SUFFIX as SPM_SUFFIX
 from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
+from tinyllm.tok.models.spm_tokenizer import SentencePieceTokenizer
 from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
 from tinyllm.tok.models.wordlevel_tokenizer import WordLevelTokenizer
 from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
@@ -129,15 +133,22 @@ def _load_file(path: Path) -> Tokenizer:
     if isinstance(doc, dict) and "model" in doc:
         return tokenizer_from_document(doc, str(path))
     raise ValueError(
-        f"{path}: not a tokenizer file tinyllm knows; expected {HF_FILE}, {CHAR_FILE}, a file in one of their formats "
-        f"or a {TIKTOKEN_SUFFIX} file"
+        f"{path}: not a tokenizer file tinyllm knows; expected {HF_FILE}, {CHAR_FILE}, a file in one of their formats, "
+        f"a {TIKTOKEN_SUFFIX} file or a SentencePiece {SPM_SUFFIX} file"
     )
 
 
 def _load_file_in_dir(directory: Path) -> Tokenizer:
     found = [directory / name for name in FILE_LOADERS if (directory / name).is_file()]
     if not found:
-        expected = ", ".join((CONFIG_FILE, *FILE_LOADERS))
+        models = sorted(p for p in directory.glob(f"*{SPM_SUFFIX}") if p.is_file())
+        if len(models) == 1:
+            return SentencePieceTokenizer.from_dir_file(models[0])
+        if len(models) > 1:
+            names = ", ".join(p.name for p in models)
+            raise ValueError(f"{directory}: holds several SentencePiece models ({names}) and no {HF_FILE}; "
+                             f"keep one tokenizer file per model directory")
+        expected = ", ".join((CONFIG_FILE, *FILE_LOADERS, f"a SentencePiece *{SPM_SUFFIX} file"))
         raise ValueError(f"{directory}: no tokenizer here; expected one of {expected}")
     if len(found) > 1:
         names = " and ".join(p.name for p in found)
@@ -177,6 +188,8 @@ def load(path_or_name: str | os.PathLike, *, pattern: Optional[str] = None,
     path = Path(path_or_name)
     if path.is_file() and path.suffix == TIKTOKEN_SUFFIX:
         return tokenizer_from_parts(read_tiktoken(path, pattern, special_tokens))
+    if path.is_file() and path.suffix == SPM_SUFFIX and pattern is None and special_tokens is None:
+        return SentencePieceTokenizer.from_file(path)
     if pattern is not None or special_tokens is not None:
         given = " and ".join(k for k, v in (("pattern", pattern), ("special_tokens", special_tokens)) if v is not None)
         raise ValueError(f"load: {given} apply only to {TIKTOKEN_SUFFIX} files; {os.fspath(path_or_name)!r} is not one")

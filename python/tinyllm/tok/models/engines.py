@@ -17,7 +17,7 @@ from tinyllm import _native
 from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, token_bytes
 
-ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "Sequence")
+ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "Sequence", "SentencePieceNormalizer")
 ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Sequence")
 
 

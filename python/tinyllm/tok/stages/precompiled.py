@@ -198,6 +198,38 @@ class Precompiled(Normalizer):
                 return self._replacement(units[node] & _VALUE_MASK) if node < len(units) else None
         return None
 
+    def longest_rule(self, data: bytes, pos: int) -> tuple[int, str] | None:
+        """sentencepiece's rule at `data[pos:]`: (bytes matched, replacement) of the *longest* rule
+        that is a prefix there, or None. This is darts-clone's `commonPrefixSearch` over the whole
+        rest of the input, step for step (a NUL byte is walked like any other byte, as darts does
+        when given a length); sentencepiece's normalizer keeps the longest result.
+
+        >>> Precompiled(build_charsmap({"a": "x", "ab": "y"})).longest_rule(b"zabc", 1)
+        (2, 'y')
+        """
+        units = self._units
+        size = len(units)
+        node = _offset(units[0])
+        found = None
+        for i in range(pos, len(data)):
+            byte = data[i]
+            node ^= byte
+            if node >= size:
+                break
+            unit = units[node]
+            if _label(unit) != byte:
+                break
+            node ^= _offset(unit)
+            if unit & _LEAF_BIT:
+                found = (i + 1 - pos, node)
+        if found is None:
+            return None
+        length, node = found
+        value = units[node] & _VALUE_MASK if node < size else len(self._table)
+        table = self._table
+        end = table.find(b"\0", value)
+        return length, table[value : end if end >= 0 else len(table)].decode("utf-8", "replace")
+
     def _replacement(self, start: int) -> str | None:
         table = self._table
         if start > len(table):

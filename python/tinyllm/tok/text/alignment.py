@@ -57,5 +57,12 @@ def normalize_with_alignment(normalizer, text: str) -> tuple[str, list[Span]]:
     for stage in stages if stages is not None else (normalizer,):
         text, inner = _align_stage(stage, text)
         # Compose: a span of the stage's input becomes the raw span its characters came from.
-        align = [(align[s][0], align[e - 1][1]) for s, e in inner]
+        align = [(align[s][0], align[e - 1][1]) if s < e else _point(align, s) for s, e in inner]
     return text, align
+
+
+def _point(align: list[Span], s: int) -> Span:
+    """An empty span at position s of a stage's input (a character the stage inserted, such as
+    SentencePiece's dummy-prefix "▁"), as an empty span of the raw text."""
+    p = align[s][0] if s < len(align) else (align[-1][1] if align else 0)
+    return (p, p)

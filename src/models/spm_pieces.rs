@@ -1,0 +1,143 @@
+//! The piece table of a SentencePiece model and what sentencepiece does after its model runs
+//! (unknown pieces fused, or split into BYTE pieces with byte_fallback). The Python reference is
+//! `tinyllm.tok.models.spm_pieces`.
+
+use rustc_hash::FxHashMap;
+
+use crate::spec::Spec;
+use crate::Error;
+
+pub const NORMAL: u32 = 1;
+pub const UNKNOWN: u32 = 2;
+pub const CONTROL: u32 = 3;
+pub const USER_DEFINED: u32 = 4;
+pub const UNUSED: u32 = 5;
+pub const BYTE: u32 = 6;
+
+pub struct SpmPieces {
+    pub texts: Vec<String>,
+    pub scores: Vec<f32>,
+    pub types: Vec<u32>,
+    /// NORMAL, USER_DEFINED and UNUSED pieces: what text can be segmented into.
+    pub normal: FxHashMap<String, u32>,
+    /// UNKNOWN, CONTROL and BYTE pieces (looked up first, as sentencepiece's PieceToId).
+    pub reserved: FxHashMap<String, u32>,
+    pub unk_id: u32,
+    pub byte_ids: Option<Vec<u32>>,
+}
+
+impl SpmPieces {
+    /// From the engine spec: `pieces` [[text, score, type], ...] in id order, `byte_fallback`.
+    pub fn from_spec(spec: &Spec<'_, '_>) -> Result<Self, Error> {
+        let pieces: Vec<(String, f64, u32)> = spec.with_field("pieces", |pieces| {
+            pieces.each_item(|item| {
+                if item.value().as_array().is_none_or(|a| a.len() != 3) {
+                    return Err(item.error("a [piece, score, type] triple"));
+                }
+                Ok((
+                    item.with_item(0, |p| p.as_str())?.to_string(),
+                    item.with_item(1, |s| s.as_f64())?,
+                    item.with_item(2, |t| t.as_u32())?,
+                ))
+            })
+        })?;
+        let byte_fallback = spec.bool_or("byte_fallback", false)?;
+        let mut made = SpmPieces {
+            texts: Vec::with_capacity(pieces.len()),
+            scores: Vec::with_capacity(pieces.len()),
+            types: Vec::with_capacity(pieces.len()),
+            normal: FxHashMap::default(),
+            reserved: FxHashMap::default(),
+            unk_id: u32::MAX,
+            byte_ids: None,
+        };
+        let mut byte_ids = vec![u32::MAX; 256];
+        let bad = |i: usize, what: String| Error::Field {
+            field: format!("{}.pieces[{i}]", spec.path()),
+            expected: "a valid SentencePiece piece".into(),
+            found: what,
+        };
+        for (i, (text, score, kind)) in pieces.into_iter().enumerate() {
+            let id = u32::try_from(i).map_err(|_| bad(i, "more than 2^32 pieces".into()))?;
+            if text.is_empty() || !(1..=6).contains(&kind) || !score.is_finite() {
+                return Err(bad(i, format!("{text:?} with type {kind} and score {score}")));
+            }
+            let table = if matches!(kind, NORMAL | USER_DEFINED | UNUSED) {
+                &mut made.normal
+            } else {
+                &mut made.reserved
+            };
+            if table.insert(text.clone(), id).is_some() {
+                return Err(bad(i, format!("{text:?}, defined twice")));
+            }
+            if kind == UNKNOWN {
+                made.unk_id = id;
+            }
+            if kind == BYTE && byte_fallback {
+                let b = text
+                    .strip_prefix("<0x")
+                    .and_then(|t| t.strip_suffix('>'))
+                    .filter(|h| h.len() == 2 && h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()))
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
+                byte_ids[b as usize] = id;
+            }
+            made.texts.push(text);
+            made.scores.push(score as f32);
+            made.types.push(kind);
+        }
+        if made.unk_id == u32::MAX {
+            return Err(bad(0, "no UNKNOWN piece".into()));
+        }
+        if byte_fallback {
+            if let Some(b) = byte_ids.iter().position(|&i| i == u32::MAX) {
+                return Err(bad(0, format!("byte_fallback without the BYTE piece of byte {b}")));
+            }
+            made.byte_ids = Some(byte_ids);
+        }
+        Ok(made)
+    }
+
+    pub fn max_id(&self) -> u32 {
+        self.texts.len().saturating_sub(1) as u32
+    }
+
+    #[inline]
+    pub fn piece_to_id(&self, text: &str) -> u32 {
+        self.reserved
+            .get(text)
+            .or_else(|| self.normal.get(text))
+            .copied()
+            .unwrap_or(self.unk_id)
+    }
+}
+
+/// Collects the (text, id) tokens of a model and applies sentencepiece's unknown handling.
+pub struct Finisher<'a> {
+    pieces: &'a SpmPieces,
+    prev_unk: bool,
+}
+
+impl<'a> Finisher<'a> {
+    pub fn new(pieces: &'a SpmPieces) -> Self {
+        Finisher {
+            pieces,
+            prev_unk: false,
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, text: &str, id: u32, out: &mut Vec<u32>) {
+        let is_unk = id == self.pieces.unk_id;
+        if is_unk {
+            if let Some(bytes) = &self.pieces.byte_ids {
+                out.extend(text.bytes().map(|b| bytes[b as usize]));
+            } else if !self.prev_unk {
+                out.push(id);
+            }
+        } else {
+            out.push(id);
+        }
+        self.prev_unk = is_unk;
+    }
+}
