@@ -168,6 +168,9 @@ class _Reader:
                 return normalizers.Replace(text, kind_ == "Regex", content)
             except Exception as e:  # regex compile errors
                 raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+        if kind == "Prepend":
+            self.object(doc, path, ("type", "prepend"))
+            return normalizers.Prepend(self.string(doc, "prepend", path))
         if kind == "Strip":
             self.object(doc, path, ("type", "strip_left", "strip_right"))
             return normalizers.Strip(self.boolean(doc, "strip_left", path, default=True),
@@ -190,6 +193,15 @@ class _Reader:
             return getattr(bert, kind)()
         if kind == "Metaspace":
             return pre_tokenizers.Metaspace(**self.metaspace(doc, path))
+        if kind in ("Whitespace", "UnicodeScripts"):
+            self.object(doc, path, ("type",))
+            return getattr(pre_tokenizers, kind)()
+        if kind == "Punctuation":
+            self.object(doc, path, ("type", "behavior"))
+            return pre_tokenizers.Punctuation(self.behavior(doc, path, default="Isolated"))
+        if kind == "CharDelimiterSplit":
+            self.object(doc, path, ("type", "delimiter"))
+            return pre_tokenizers.CharDelimiterSplit(self.one_char(doc, "delimiter", path))
         if kind == "Sequence":
             stages = self.sequence(doc, path, "pretokenizers", self.pre_tokenizer)
             for k, stage in enumerate(stages[:-1]):
@@ -226,12 +238,28 @@ class _Reader:
         return {"replacement": replacement, "prepend_scheme": scheme,
                 "split": self.boolean(doc, "split", path, default=True)}
 
+    def string(self, doc: dict, key: str, path: str) -> str:
+        value = doc.get(key)
+        if not isinstance(value, str):
+            raise self.error(f"{path}.{key}", f"expected a string, found {_show(value)}")
+        return value
+
+    def one_char(self, doc: dict, key: str, path: str) -> str:
+        value = doc.get(key)
+        if not isinstance(value, str) or len(value) != 1:
+            raise self.error(f"{path}.{key}", f"expected one character, found {_show(value)}")
+        return value
+
+    def behavior(self, doc: dict, path: str, default: str | None = None) -> str:
+        behavior = doc.get("behavior", default)
+        if behavior not in pre_tokenizers.BEHAVIORS:
+            raise self.error(f"{path}.behavior", f"found {_show(behavior)}, expected one of {', '.join(pre_tokenizers.BEHAVIORS)}")
+        return behavior
+
     def split(self, doc: dict, path: str):
         self.object(doc, path, ("type", "pattern", "behavior", "invert"))
         kind, text = self.pattern(doc, path)
-        behavior = doc.get("behavior")
-        if behavior not in pre_tokenizers.BEHAVIORS:
-            raise self.error(f"{path}.behavior", f"found {_show(behavior)}, expected one of {', '.join(pre_tokenizers.BEHAVIORS)}")
+        behavior = self.behavior(doc, path)
         try:
             return pre_tokenizers.Split(text, kind == "Regex", behavior, self.boolean(doc, "invert", path, default=False))
         except Exception as e:  # regex compile errors
