@@ -270,13 +270,13 @@ class PipelineTokenizer(TokenizerBase):
                                        [t.id for t in parts[1]] if len(parts) > 1 else None, add_special)
         tokens = iter(parts[0] + (parts[1] if len(parts) > 1 else []))
         mask, spans = [], []
-        for inserted in wrapped.inserted:
+        for inserted, forced in zip(wrapped.inserted, wrapped.mask):
             if inserted:
-                mask.append(True)
+                mask.append(forced is not False)
                 spans.append(None)  # inserted by the template: no source span
                 continue
             t = next(tokens)
-            mask.append(t.special)
+            mask.append(t.special if forced is None else forced)
             spans.append((t.start, t.end) if offset_coordinate == "raw_codepoints" else (t.byte_start, t.byte_end))
         pieces = [self._token_of(i, "encode") for i in wrapped.ids]
         return EncodedSequence(wrapped.ids, pieces, mask, spans, offset_coordinate,

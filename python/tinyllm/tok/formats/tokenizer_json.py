@@ -277,7 +277,33 @@ class _Reader:
                 return processors.TemplateProcessing.from_json(doc, path)
             except ValueError as e:
                 raise ValueError(f"{self.source}: {e}") from None
+        if kind == "RobertaProcessing":
+            self.object(doc, path, ("type", "sep", "cls", "trim_offsets", "add_prefix_space"))
+            return processors.RobertaProcessing(self.processor_special(doc, "sep", path),
+                                                self.processor_special(doc, "cls", path),
+                                                self.boolean(doc, "trim_offsets", path, default=True),
+                                                self.boolean(doc, "add_prefix_space", path, default=True))
+        if kind == "BertProcessing":
+            self.object(doc, path, ("type", "sep", "cls"))
+            return processors.BertProcessing(self.processor_special(doc, "sep", path),
+                                             self.processor_special(doc, "cls", path))
+        if kind == "Sequence":
+            stages = self.sequence(doc, path, "processors", self.post_processor)
+            templates = [k for k, stage in enumerate(stages) if stage.type == "TemplateProcessing"]
+            if len(templates) > 1:
+                # A template yields one part per piece; HF panics when a later template gets more than two.
+                raise self.error(f"{path}.processors[{templates[1]}]",
+                                 "a second TemplateProcessing in a Sequence is not supported (Hugging Face panics on it)")
+            return processors.Sequence(stages)
         raise self.unsupported(f"{path}.type", kind)
+
+    def processor_special(self, doc: dict, key: str, path: str) -> tuple[str, int]:
+        """A `[token, id]` pair of RobertaProcessing / BertProcessing."""
+        value = doc.get(key)
+        if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
+                or not _is_id(value[1])):
+            raise self.error(f"{path}.{key}", f"expected a [token, id] pair, found {_show(value)}")
+        return value[0], value[1]
 
     def decoder(self, doc: Any, path: str):
         if doc is None:
@@ -472,15 +498,13 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
             raise r.error(f"added_tokens[{k}].id",
                           f"{token.id} is already model.vocab[{_show(holder)}]; expected a free id or the same content")
     post_processor = r.post_processor(doc.get("post_processor"), "post_processor")
-    if isinstance(post_processor, processors.TemplateProcessing):
+    if post_processor is not None:
         # What encode(add_special=True) inserts must be a token, or decode would refuse it.
         added_ids = {token.id for token in added}
         table = model.id_to_token
-        for name, ids in post_processor.special_tokens.items():
-            for k, i in enumerate(ids):
-                if not (i < len(table) and table[i] is not None) and i not in added_ids:
-                    raise r.error(f"post_processor.special_tokens[{_show(name)}].ids[{k}]",
-                                  f"{i} is not the id of a token; expected an id of model.vocab or added_tokens")
+        for where, i in post_processor.special_ids("post_processor"):
+            if not (i < len(table) and table[i] is not None) and i not in added_ids:
+                raise r.error(where, f"{i} is not the id of a token; expected an id of model.vocab or added_tokens")
     return TokenizerParts(
         model,
         normalizer=r.normalizer(doc.get("normalizer"), "normalizer"),
