@@ -154,6 +154,12 @@ class PipelineTokenizer(TokenizerBase):
         """Whether a token decodes differently as the first token (see `token_bytes`)."""
         return self._decoder.position_dependent
 
+    @property
+    def token_bytes_exact(self) -> bool:
+        """Whether joined `token_bytes` always decode to `decode`'s text (not so with ByteFallback's
+        invalid runs, or a Strip / Replace after a Fuse: see tinyllm.tok.stages.decoders)."""
+        return self._decoder.token_bytes_exact
+
     def token_bytes(self, i: int, first: bool = False) -> bytes:
         """The exact bytes token `i` contributes to decoded text; `first` says whether it is the
         first token decoded (WordPiece and Metaspace decoders treat that one differently)."""

@@ -319,6 +319,32 @@ class _Reader:
             return decoders.WordPiece(prefix, self.boolean(doc, "cleanup", path, default=True))
         if kind == "Metaspace":
             return decoders.Metaspace(**self.metaspace(doc, path))
+        if kind in ("ByteFallback", "Fuse"):
+            self.object(doc, path, ("type",))
+            return getattr(decoders, kind)()
+        if kind == "Strip":
+            self.object(doc, path, ("type", "content", "start", "stop"))
+            counts = {}
+            for key in ("start", "stop"):
+                value = doc.get(key)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise self.error(f"{path}.{key}", f"expected a non-negative integer, found {_show(value)}")
+                counts[key] = value
+            return decoders.Strip(self.one_char(doc, "content", path), **counts)
+        if kind == "Replace":
+            self.object(doc, path, ("type", "pattern", "content"))
+            kind_, text = self.pattern(doc, path)
+            content = self.string(doc, "content", path)
+            try:
+                return decoders.Replace(text, kind_ == "Regex", content)
+            except ValueError as e:  # regex compile errors
+                raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+        if kind == "Sequence":
+            stages = self.sequence(doc, path, "decoders", self.decoder)
+            try:
+                return decoders.Sequence(stages)
+            except ValueError as e:  # a decoder that cannot stream after a fusing one
+                raise ValueError(f"{self.source}: {path}.{e}") from None
         raise self.unsupported(f"{path}.type", kind)
 
     def added_tokens(self, doc: Any) -> list[AddedToken]:
