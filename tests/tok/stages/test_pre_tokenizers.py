@@ -91,3 +91,24 @@ def test_sequence_of_new_stages_equals_hf(text):
     ours = Sequence([Whitespace(), Punctuation("Contiguous"), UnicodeScripts()])
     theirs = hf_pre.Sequence([hf_pre.Whitespace(), hf_pre.Punctuation("contiguous"), hf_pre.UnicodeScripts()])
     assert ours.pre_tokenize(text) == hf_pieces(theirs, text)
+
+
+# -- the Rust byte-level engine's Split follows the same fold ------------------------------------
+from tinyllm.tok.stages.pre_tokenizers import ByteLevel  # noqa: E402
+
+from tests.support.rust import core, needs_rust  # noqa: E402
+
+RUST_SPLITS = [("Regex", "a*", "Isolated", False), ("Regex", "a*", "MergedWithNext", False),
+               ("Regex", "[aeiou]", "Contiguous", True), ("String", "", "MergedWithPrevious", False),
+               ("Regex", "(?=b)", "Isolated", False), ("String", "ab", "Contiguous", True)]
+
+
+@needs_rust
+@pytest.mark.parametrize("kind, pattern, behavior, invert", RUST_SPLITS)
+@given(text=st.lists(split_chars, max_size=20).map("".join).map(known_to_both))
+def test_rust_split_equals_reference_and_hf(kind, pattern, behavior, invert, text):
+    pre = Sequence([Split(pattern, kind == "Regex", behavior, invert), ByteLevel(use_regex=False, add_prefix_space=False)])
+    reference = [p[0].encode("utf-8") for p in Split(pattern, kind == "Regex", behavior, invert).pre_tokenize(text)]
+    assert core.pre_tokenize(json.dumps(pre.to_json()), text) == reference
+    assert [p for p, _, _ in hf_pieces(hf_split(kind, pattern, behavior, invert), text)] == \
+        [p.decode("utf-8") for p in reference]

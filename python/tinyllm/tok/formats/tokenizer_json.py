@@ -7,11 +7,14 @@ would give different ids than Hugging Face:
     tokenizer.json: model.byte_fallback: true is not supported; expected false
     tokenizer.json: model.merges[1207]: 'Ġth e' uses 'Ġth', which is not in model.vocab
 
-Accepted: normalizers null, NFC, NFKC, Lowercase, BertNormalizer, Precompiled, Replace, Strip,
-Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex pattern, any behaviour, invert),
-BertPreTokenizer, WhitespaceSplit, Metaspace and Sequence; the models BPE (with or without "type",
+Accepted: normalizers null, NFC, NFKC, NFD, NFKD, Lowercase, StripAccents, Prepend, BertNormalizer,
+Precompiled, Replace, Strip, Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex
+pattern, any behaviour, invert), BertPreTokenizer, WhitespaceSplit, Whitespace, Punctuation,
+CharDelimiterSplit, UnicodeScripts, Metaspace and Sequence; the models BPE (with or without "type",
 merges as "a b" strings or [a, b] pairs), WordPiece and Unigram; post-processors null, ByteLevel,
-TemplateProcessing (single and pair); decoders null, ByteLevel, WordPiece and Metaspace.
+TemplateProcessing (single and pair), RobertaProcessing, BertProcessing and Sequence; decoders
+null, ByteLevel, WordPiece, Metaspace, ByteFallback, Fuse, Strip, Replace and Sequence (after a Fuse
+or ByteLevel only what streams exactly: Fuse, Strip, String Replace, Metaspace).
 `truncation` and `padding` are ignored. Token ids are integers in [0, 2**24).
 
 Order of checks: the document is first validated against the shipped JSON Schema
