@@ -183,7 +183,9 @@ fn cover(len: usize, matches: impl Iterator<Item = (usize, usize)>) -> Vec<(usiz
 
 /// Every char boundary of `s`, both ends included: where an empty pattern matches.
 fn char_boundaries(s: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
-    s.char_indices().map(|(k, _)| (k, k)).chain(std::iter::once((s.len(), s.len())))
+    s.char_indices()
+        .map(|(k, _)| (k, k))
+        .chain(std::iter::once((s.len(), s.len())))
 }
 
 /// The tail that tiktoken-style patterns end with. Its lookahead is the only construct that needs
