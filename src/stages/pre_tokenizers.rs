@@ -123,12 +123,13 @@ impl Behavior {
     }
 }
 
-fn merge_with_previous(runs: &[(usize, usize, bool)]) -> Vec<(usize, usize)> {
+/// Hugging Face's fold: a run is glued onto the piece before it when `glue(is_delim, previous)`.
+fn fold(runs: &[(usize, usize, bool)], glue: impl Fn(bool, bool) -> bool) -> Vec<(usize, usize)> {
     let mut out: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
     let mut previous = false;
     for &(s, e, delim) in runs {
         match out.last_mut() {
-            Some(last) if delim && !previous => last.1 = e,
+            Some(last) if glue(delim, previous) => last.1 = e,
             _ => out.push((s, e)),
         }
         previous = delim;
@@ -136,14 +137,14 @@ fn merge_with_previous(runs: &[(usize, usize, bool)]) -> Vec<(usize, usize)> {
     out
 }
 
-/// Turn (start, end, is_delimiter) runs covering a text into piece spans (see the Python
-/// reference `tinyllm.tok.stages.pre_tokenizers.split_spans` for each behaviour). Empty runs are ignored.
+/// Turn (start, end, is_delimiter) runs covering a text into piece spans, as Hugging Face's fold
+/// (see the Python reference `tinyllm.tok.stages.pre_tokenizers.split_spans`). Empty runs (empty
+/// regex matches) take part (they cut); empty pieces are dropped at the end.
 pub fn split_runs(runs: &[(usize, usize, bool)], behavior: Behavior) -> Vec<(usize, usize)> {
-    let runs: Vec<(usize, usize, bool)> = runs.iter().copied().filter(|r| r.0 < r.1).collect();
-    match behavior {
+    let spans: Vec<(usize, usize)> = match behavior {
         Behavior::Removed => runs.iter().filter(|r| !r.2).map(|r| (r.0, r.1)).collect(),
         Behavior::Isolated => runs.iter().map(|r| (r.0, r.1)).collect(),
-        Behavior::MergedWithPrevious => merge_with_previous(&runs),
+        Behavior::MergedWithPrevious => fold(runs, |d, previous| d && !previous),
         Behavior::MergedWithNext => {
             // Mirror the text, merge with the previous run, mirror back.
             let n = runs.last().map_or(0, |r| r.1);
@@ -152,25 +153,15 @@ pub fn split_runs(runs: &[(usize, usize, bool)], behavior: Behavior) -> Vec<(usi
                 .rev()
                 .map(|&(s, e, d)| (n - e, n - s, d))
                 .collect();
-            merge_with_previous(&mirrored)
+            fold(&mirrored, |d, previous| d && !previous)
                 .into_iter()
                 .rev()
                 .map(|(s, e)| (n - e, n - s))
                 .collect()
         }
-        Behavior::Contiguous => {
-            let mut out: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
-            let mut previous = false;
-            for &(s, e, delim) in &runs {
-                match out.last_mut() {
-                    Some(last) if delim && previous => last.1 = e,
-                    _ => out.push((s, e)),
-                }
-                previous = delim;
-            }
-            out
-        }
-    }
+        Behavior::Contiguous => fold(runs, |d, previous| d == previous),
+    };
+    spans.into_iter().filter(|&(s, e)| s < e).collect()
 }
 
 /// (start, end, is_match) runs covering `len` bytes, from sorted non-overlapping matches.
@@ -188,6 +179,13 @@ fn cover(len: usize, matches: impl Iterator<Item = (usize, usize)>) -> Vec<(usiz
         runs.push((last, len, false));
     }
     runs
+}
+
+/// Every char boundary of `s`, both ends included: where an empty pattern matches.
+fn char_boundaries(s: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    s.char_indices()
+        .map(|(k, _)| (k, k))
+        .chain(std::iter::once((s.len(), s.len())))
 }
 
 /// The tail that tiktoken-style patterns end with. Its lookahead is the only construct that needs
@@ -228,24 +226,41 @@ impl Pattern {
         })
     }
 
-    /// Non-empty matches of the pattern in `s`, in order, as byte spans.
+    /// Matches of the pattern in `s`, in order, as byte spans, found as Oniguruma's iteration
+    /// finds them (HF): empty matches too, except one right where the previous match ended.
     fn matches(&self, s: &str) -> Result<Vec<(usize, usize)>, Error> {
         let mut out = Vec::new();
+        if s.is_empty() {
+            return Ok(out);
+        }
         match self {
             Pattern::Literal(lit) if !lit.is_empty() => {
                 out.extend(s.match_indices(lit.as_str()).map(|(k, m)| (k, k + m.len())));
             }
-            Pattern::Literal(_) => {}
+            Pattern::Literal(_) => out.extend(char_boundaries(s)),
             Pattern::Regex { fancy, linear } => {
-                for m in fancy.find_iter(s) {
-                    match m {
-                        Ok(m) if m.end() > m.start() => out.push((m.start(), m.end())),
-                        Ok(_) => {}
+                let mut at = 0;
+                let mut last_end = None;
+                while at <= s.len() {
+                    let m = match fancy.find_from_pos(s, at) {
+                        Ok(Some(m)) => m,
+                        Ok(None) => break,
                         Err(e) => match linear {
                             Some(re) => return Ok(lookahead_emulated(re, s)),
                             None => return Err(Error::Regex(e.to_string())),
                         },
+                    };
+                    if m.start() == m.end() && last_end == Some(m.end()) {
+                        at = m.end() + s[m.end()..].chars().next().map_or(1, char::len_utf8);
+                        continue;
                     }
+                    out.push((m.start(), m.end()));
+                    at = if m.end() > m.start() {
+                        m.end()
+                    } else {
+                        m.end() + s[m.end()..].chars().next().map_or(1, char::len_utf8)
+                    };
+                    last_end = Some(m.end());
                 }
             }
         }

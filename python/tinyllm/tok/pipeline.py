@@ -154,6 +154,12 @@ class PipelineTokenizer(TokenizerBase):
         """Whether a token decodes differently as the first token (see `token_bytes`)."""
         return self._decoder.position_dependent
 
+    @property
+    def token_bytes_exact(self) -> bool:
+        """Whether joined `token_bytes` always decode to `decode`'s text (not so with ByteFallback's
+        invalid runs, or a Strip / Replace after a Fuse: see tinyllm.tok.stages.decoders)."""
+        return self._decoder.token_bytes_exact
+
     def token_bytes(self, i: int, first: bool = False) -> bytes:
         """The exact bytes token `i` contributes to decoded text; `first` says whether it is the
         first token decoded (WordPiece and Metaspace decoders treat that one differently)."""
@@ -271,13 +277,13 @@ class PipelineTokenizer(TokenizerBase):
                                        [t.id for t in parts[1]] if len(parts) > 1 else None, add_special)
         tokens = iter(parts[0] + (parts[1] if len(parts) > 1 else []))
         mask, spans = [], []
-        for inserted in wrapped.inserted:
+        for inserted, forced in zip(wrapped.inserted, wrapped.mask):
             if inserted:
-                mask.append(True)
+                mask.append(forced is not False)
                 spans.append(None)  # inserted by the template: no source span
                 continue
             t = next(tokens)
-            mask.append(t.special)
+            mask.append(t.special if forced is None else forced)
             spans.append((t.start, t.end) if offset_coordinate == "raw_codepoints" else (t.byte_start, t.byte_end))
         pieces = [self._token_of(i, "encode") for i in wrapped.ids]
         return EncodedSequence(wrapped.ids, pieces, mask, spans, offset_coordinate,

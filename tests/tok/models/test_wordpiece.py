@@ -140,8 +140,8 @@ def _bert_doc():
     (("model", "max_input_chars_per_word"), -1, "model.max_input_chars_per_word"),
     (("normalizer", "strip_accents"), "yes", "normalizer.strip_accents: expected true, false or null"),
     (("decoder", "prefix"), 3, "decoder.prefix: expected a string"),
-    (("pre_tokenizer", "type"), "Whitespace", "pre_tokenizer.type: \"Whitespace\" is not supported"),
-    (("normalizer", "type"), "NFD", "normalizer.type: \"NFD\" is not supported"),
+    (("pre_tokenizer", "type"), "FixedLength", "pre_tokenizer.type: \"FixedLength\" is not supported"),
+    (("normalizer", "type"), "Nmt", "normalizer.type: \"Nmt\" is not supported"),
 ])
 def test_loader_rejections(path, value, message):
     from tinyllm.tok.load import tokenizer_from_document

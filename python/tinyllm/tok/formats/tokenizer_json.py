@@ -7,13 +7,16 @@ would give different ids than Hugging Face:
     tokenizer.json: model.dropout: 0.1 is not supported; expected one of null, 0
     tokenizer.json: model.merges[1207]: 'Ġth e' uses 'Ġth', which is not in model.vocab
 
-Accepted: normalizers null, NFC, NFKC, Lowercase, BertNormalizer, Precompiled, Replace, Strip,
-Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex pattern, any behaviour, invert),
-BertPreTokenizer, WhitespaceSplit, Metaspace and Sequence; the models BPE (with or without "type",
+Accepted: normalizers null, NFC, NFKC, NFD, NFKD, Lowercase, StripAccents, Prepend, BertNormalizer,
+Precompiled, Replace, Strip, Sequence; pre-tokenizers ByteLevel, Digits, Split (String or Regex
+pattern, any behaviour, invert), BertPreTokenizer, WhitespaceSplit, Whitespace, Punctuation,
+CharDelimiterSplit, UnicodeScripts, Metaspace and Sequence; the models BPE (with or without "type",
 merges as "a b" strings or [a, b] pairs; byte-level or character-level, with byte_fallback,
 fuse_unk, unk_token, continuing_subword_prefix, end_of_word_suffix, ignore_merges; dropout null
 or 0), WordPiece, Unigram (with byte_fallback) and WordLevel; post-processors null, ByteLevel,
-TemplateProcessing (single and pair); decoders null, ByteLevel, WordPiece and Metaspace.
+TemplateProcessing (single and pair), RobertaProcessing, BertProcessing and Sequence; decoders
+null, ByteLevel, WordPiece, Metaspace, ByteFallback, Fuse, Strip, Replace and Sequence (after a Fuse
+or ByteLevel only what streams exactly: Fuse, Strip, String Replace, Metaspace).
 `truncation` and `padding` are ignored. Token ids are integers in [0, 2**24).
 
 Order of checks: the document is first validated against the shipped JSON Schema
@@ -172,6 +175,9 @@ class _Reader:
                 return normalizers.Replace(text, kind_ == "Regex", content)
             except Exception as e:  # regex compile errors
                 raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+        if kind == "Prepend":
+            self.object(doc, path, ("type", "prepend"))
+            return normalizers.Prepend(self.string(doc, "prepend", path))
         if kind == "Strip":
             self.object(doc, path, ("type", "strip_left", "strip_right"))
             return normalizers.Strip(self.boolean(doc, "strip_left", path, default=True),
@@ -194,6 +200,15 @@ class _Reader:
             return getattr(bert, kind)()
         if kind == "Metaspace":
             return pre_tokenizers.Metaspace(**self.metaspace(doc, path))
+        if kind in ("Whitespace", "UnicodeScripts"):
+            self.object(doc, path, ("type",))
+            return getattr(pre_tokenizers, kind)()
+        if kind == "Punctuation":
+            self.object(doc, path, ("type", "behavior"))
+            return pre_tokenizers.Punctuation(self.behavior(doc, path, default="Isolated"))
+        if kind == "CharDelimiterSplit":
+            self.object(doc, path, ("type", "delimiter"))
+            return pre_tokenizers.CharDelimiterSplit(self.one_char(doc, "delimiter", path))
         if kind == "Sequence":
             stages = self.sequence(doc, path, "pretokenizers", self.pre_tokenizer)
             for k, stage in enumerate(stages[:-1]):
@@ -230,12 +245,28 @@ class _Reader:
         return {"replacement": replacement, "prepend_scheme": scheme,
                 "split": self.boolean(doc, "split", path, default=True)}
 
+    def string(self, doc: dict, key: str, path: str) -> str:
+        value = doc.get(key)
+        if not isinstance(value, str):
+            raise self.error(f"{path}.{key}", f"expected a string, found {_show(value)}")
+        return value
+
+    def one_char(self, doc: dict, key: str, path: str) -> str:
+        value = doc.get(key)
+        if not isinstance(value, str) or len(value) != 1:
+            raise self.error(f"{path}.{key}", f"expected one character, found {_show(value)}")
+        return value
+
+    def behavior(self, doc: dict, path: str, default: str | None = None) -> str:
+        behavior = doc.get("behavior", default)
+        if behavior not in pre_tokenizers.BEHAVIORS:
+            raise self.error(f"{path}.behavior", f"found {_show(behavior)}, expected one of {', '.join(pre_tokenizers.BEHAVIORS)}")
+        return behavior
+
     def split(self, doc: dict, path: str):
         self.object(doc, path, ("type", "pattern", "behavior", "invert"))
         kind, text = self.pattern(doc, path)
-        behavior = doc.get("behavior")
-        if behavior not in pre_tokenizers.BEHAVIORS:
-            raise self.error(f"{path}.behavior", f"found {_show(behavior)}, expected one of {', '.join(pre_tokenizers.BEHAVIORS)}")
+        behavior = self.behavior(doc, path)
         try:
             return pre_tokenizers.Split(text, kind == "Regex", behavior, self.boolean(doc, "invert", path, default=False))
         except Exception as e:  # regex compile errors
@@ -253,7 +284,33 @@ class _Reader:
                 return processors.TemplateProcessing.from_json(doc, path)
             except ValueError as e:
                 raise ValueError(f"{self.source}: {e}") from None
+        if kind == "RobertaProcessing":
+            self.object(doc, path, ("type", "sep", "cls", "trim_offsets", "add_prefix_space"))
+            return processors.RobertaProcessing(self.processor_special(doc, "sep", path),
+                                                self.processor_special(doc, "cls", path),
+                                                self.boolean(doc, "trim_offsets", path, default=True),
+                                                self.boolean(doc, "add_prefix_space", path, default=True))
+        if kind == "BertProcessing":
+            self.object(doc, path, ("type", "sep", "cls"))
+            return processors.BertProcessing(self.processor_special(doc, "sep", path),
+                                             self.processor_special(doc, "cls", path))
+        if kind == "Sequence":
+            stages = self.sequence(doc, path, "processors", self.post_processor)
+            templates = [k for k, stage in enumerate(stages) if stage.type == "TemplateProcessing"]
+            if len(templates) > 1:
+                # A template yields one part per piece; HF panics when a later template gets more than two.
+                raise self.error(f"{path}.processors[{templates[1]}]",
+                                 "a second TemplateProcessing in a Sequence is not supported (Hugging Face panics on it)")
+            return processors.Sequence(stages)
         raise self.unsupported(f"{path}.type", kind)
+
+    def processor_special(self, doc: dict, key: str, path: str) -> tuple[str, int]:
+        """A `[token, id]` pair of RobertaProcessing / BertProcessing."""
+        value = doc.get(key)
+        if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
+                or not _is_id(value[1])):
+            raise self.error(f"{path}.{key}", f"expected a [token, id] pair, found {_show(value)}")
+        return value[0], value[1]
 
     def decoder(self, doc: Any, path: str):
         if doc is None:
@@ -269,6 +326,32 @@ class _Reader:
             return decoders.WordPiece(prefix, self.boolean(doc, "cleanup", path, default=True))
         if kind == "Metaspace":
             return decoders.Metaspace(**self.metaspace(doc, path))
+        if kind in ("ByteFallback", "Fuse"):
+            self.object(doc, path, ("type",))
+            return getattr(decoders, kind)()
+        if kind == "Strip":
+            self.object(doc, path, ("type", "content", "start", "stop"))
+            counts = {}
+            for key in ("start", "stop"):
+                value = doc.get(key)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise self.error(f"{path}.{key}", f"expected a non-negative integer, found {_show(value)}")
+                counts[key] = value
+            return decoders.Strip(self.one_char(doc, "content", path), **counts)
+        if kind == "Replace":
+            self.object(doc, path, ("type", "pattern", "content"))
+            kind_, text = self.pattern(doc, path)
+            content = self.string(doc, "content", path)
+            try:
+                return decoders.Replace(text, kind_ == "Regex", content)
+            except ValueError as e:  # regex compile errors
+                raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+        if kind == "Sequence":
+            stages = self.sequence(doc, path, "decoders", self.decoder)
+            try:
+                return decoders.Sequence(stages)
+            except ValueError as e:  # a decoder that cannot stream after a fusing one
+                raise ValueError(f"{self.source}: {path}.{e}") from None
         raise self.unsupported(f"{path}.type", kind)
 
     def added_tokens(self, doc: Any) -> list[AddedToken]:
@@ -465,15 +548,13 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
             raise r.error(f"added_tokens[{k}].id",
                           f"{token.id} is already model.vocab[{_show(holder)}]; expected a free id or the same content")
     post_processor = r.post_processor(doc.get("post_processor"), "post_processor")
-    if isinstance(post_processor, processors.TemplateProcessing):
+    if post_processor is not None:
         # What encode(add_special=True) inserts must be a token, or decode would refuse it.
         added_ids = {token.id for token in added}
         table = model.id_to_token
-        for name, ids in post_processor.special_tokens.items():
-            for k, i in enumerate(ids):
-                if not (i < len(table) and table[i] is not None) and i not in added_ids:
-                    raise r.error(f"post_processor.special_tokens[{_show(name)}].ids[{k}]",
-                                  f"{i} is not the id of a token; expected an id of model.vocab or added_tokens")
+        for where, i in post_processor.special_ids("post_processor"):
+            if not (i < len(table) and table[i] is not None) and i not in added_ids:
+                raise r.error(where, f"{i} is not the id of a token; expected an id of model.vocab or added_tokens")
     return TokenizerParts(
         model,
         normalizer=r.normalizer(doc.get("normalizer"), "normalizer"),

@@ -36,114 +36,26 @@ tables survive strip_accents), and each Python release carries another.
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
 
 from tinyllm.tok.stages import bert_tables as tables
+from tinyllm.tok.stages.decompose import RangeSet, Translation, nfd
+from tinyllm.tok.stages.decompose import class_body as _class_body
 from tinyllm.tok.stages.normalizers import Normalizer
 from tinyllm.tok.stages.pre_tokenizers import Piece, PreTokenizer
 
 __all__ = ["BertNormalizer", "BertPreTokenizer", "WhitespaceSplit", "nfd"]
 
-HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
+_REMOVED = RangeSet(tables.CLEAN_REMOVED)
+_TO_SPACE = RangeSet(tables.CLEAN_TO_SPACE)
+_CJK = RangeSet(tables.CJK)
+_STRIPPED = RangeSet(tables.STRIP_REMOVED)
 
-
-class _RangeSet:
-    """Membership in sorted inclusive (start, end) code-point ranges."""
-
-    def __init__(self, ranges) -> None:
-        self._ranges = ranges
-        self._starts = [lo for lo, *_ in ranges]
-
-    def find(self, cp: int):
-        i = bisect.bisect_right(self._starts, cp) - 1
-        if i >= 0 and cp <= self._ranges[i][1]:
-            return self._ranges[i]
-        return None
-
-    def __contains__(self, cp: int) -> bool:
-        return self.find(cp) is not None
-
-
-class _Translation(dict):
-    """A `str.translate` table that works out each code point's entry the first time it is seen.
-
-    `str.translate` is the fastest per-character loop Python has; filling the table lazily keeps
-    the cost proportional to the characters actually met instead of all 1.1M code points.
-    """
-
-    def __init__(self, rule) -> None:
-        super().__init__()
-        self._rule = rule
-
-    def __missing__(self, cp: int):
-        value = self[cp] = self._rule(cp)
-        return value
-
-
-def _class_body(ranges) -> str:
-    """The inside of a `re` character class for code-point ranges (no Unicode database involved)."""
-    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi, *_ in ranges)
-
-
-def _one_of(ranges) -> str:
-    """A `re` pattern for one character in `ranges`, quick on text that is mostly not in them.
-
-    `re` tests a class's code points above U+FFFF one range at a time, for every character it
-    rejects; testing them only after a cheap "is this astral at all" keeps the scan fast.
-    """
-    bmp = [(lo, min(hi, 0xFFFF)) for lo, hi, *_ in ranges if lo <= 0xFFFF]
-    astral = [(max(lo, 0x10000), hi) for lo, hi, *_ in ranges if hi > 0xFFFF]
-    if not astral:
-        return f"[{_class_body(bmp)}]"
-    return f"(?:[{_class_body(bmp)}]|[\\U00010000-\\U0010ffff](?<=[{_class_body(astral)}]))"
-
-
-_REMOVED = _RangeSet(tables.CLEAN_REMOVED)
-_TO_SPACE = _RangeSet(tables.CLEAN_TO_SPACE)
-_CJK = _RangeSet(tables.CJK)
-_STRIPPED = _RangeSet(tables.STRIP_REMOVED)
-_COMBINING = _RangeSet(tables.COMBINING_CLASS)
-
-_CLEAN_TABLE = _Translation(lambda cp: None if cp in _REMOVED else " " if cp in _TO_SPACE else cp)
-_CJK_TABLE = _Translation(lambda cp: f" {chr(cp)} " if cp in _CJK else cp)
-_STRIP_TABLE = _Translation(lambda cp: None if cp in _STRIPPED else cp)
+_CLEAN_TABLE = Translation(lambda cp: None if cp in _REMOVED else " " if cp in _TO_SPACE else cp)
+_CJK_TABLE = Translation(lambda cp: f" {chr(cp)} " if cp in _CJK else cp)
+_STRIP_TABLE = Translation(lambda cp: None if cp in _STRIPPED else cp)
 _LOWER_TABLE = dict(tables.LOWERCASE)  # a missing key leaves the character as it is
-
-
-def _decompose(cp: int) -> str | int:
-    if HANGUL_FIRST <= cp <= HANGUL_LAST:
-        # Unicode 3.12: a syllable is leading + vowel (+ trailing) jamo, computed rather than listed.
-        lead, rest = divmod(cp - HANGUL_FIRST, 21 * 28)
-        vowel, trail = divmod(rest, 28)
-        jamo = chr(0x1100 + lead) + chr(0x1161 + vowel)
-        return jamo + chr(0x11A7 + trail) if trail else jamo
-    return tables.DECOMPOSITION.get(cp, cp)
-
-
-def _combining_class(ch: str) -> int:
-    found = _COMBINING.find(ord(ch))
-    return found[2] if found else 0
-
-
-_DECOMPOSE_TABLE = _Translation(_decompose)
-_NONSTARTER_RUN = re.compile(f"{_one_of(tables.COMBINING_CLASS)}{{2,}}")
-
-
-def nfd(text: str) -> str:
-    """Canonical decomposition as HF's NFD gives it: decompose, then order each run of marks.
-
-    Within a run of characters whose combining class is not 0, NFD sorts by class, keeping the
-    original order among equal classes; a class-0 character ends the run.
-
-    >>> [hex(ord(c)) for c in nfd("ệ")]  # e + dot below (class 220) + circumflex (class 230)
-    ['0x65', '0x323', '0x302']
-    >>> [hex(ord(c)) for c in nfd("e\\u0302\\u0323")]
-    ['0x65', '0x323', '0x302']
-    """
-    text = text.translate(_DECOMPOSE_TABLE)
-    return _NONSTARTER_RUN.sub(lambda m: "".join(sorted(m.group(), key=_combining_class)), text)
 
 
 def _check_flag(name: str, value, *, optional: bool = False) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import regex
 
+from tinyllm.tok.stages.decompose import nfd, nfkd, strip_marks
+
 
 class Normalizer:
     type: str = ""
@@ -42,6 +44,67 @@ class NFKC(Normalizer):
 
     def normalize(self, text: str) -> str:
         return unicodedata.normalize("NFKC", text)
+
+
+@dataclass(frozen=True)
+class NFD(Normalizer):
+    """Canonical decomposition with HF's tables (see `tinyllm.tok.stages.decompose`)."""
+
+    type = "NFD"
+
+    def normalize(self, text: str) -> str:
+        return nfd(text)
+
+
+@dataclass(frozen=True)
+class NFKD(Normalizer):
+    """Compatibility decomposition with HF's tables: `NFKD().normalize("ﬁ") == "fi"`."""
+
+    type = "NFKD"
+
+    def normalize(self, text: str) -> str:
+        return nfkd(text)
+
+
+@dataclass(frozen=True)
+class StripAccents(Normalizer):
+    """Delete combining marks (Mn, Mc, Me), as they stand: HF does not decompose first, so a
+    precomposed "é" stays and only a separate U+0301 goes (files put NFD / NFKD before it).
+
+    >>> StripAccents().normalize("é e\u0301")
+    'é e'
+    """
+
+    type = "StripAccents"
+
+    def normalize(self, text: str) -> str:
+        return strip_marks(text)
+
+
+@dataclass(frozen=True)
+class Prepend(Normalizer):
+    """Put `prepend` in front of the text, unless the text is empty (HF's rule).
+
+    The added characters come from the first source character, as in HF's alignments.
+
+    >>> Prepend("▁").normalize("Hey"), Prepend("▁").normalize("")
+    ('▁Hey', '')
+    """
+
+    prepend: str
+    type = "Prepend"
+
+    def normalize(self, text: str) -> str:
+        return self.prepend + text if text else text
+
+    def align(self, text: str) -> tuple[str, list[tuple[int, int]]]:
+        """The output and each character's span in `text` (for offsets)."""
+        if not text:
+            return text, []
+        return self.prepend + text, [(0, 1)] * len(self.prepend) + [(k, k + 1) for k in range(len(text))]
+
+    def to_json(self) -> dict:
+        return {"type": "Prepend", "prepend": self.prepend}
 
 
 @dataclass(frozen=True)
@@ -160,7 +223,7 @@ class Replace(Normalizer):
             return text.replace(self.pattern, self.content)
         out = []
         copied = 0
-        for start, end in _oniguruma_matches(self._compiled, text):
+        for start, end in oniguruma_matches(self._compiled, text):
             out.append(text[copied:start])
             out.append(self.content)
             copied = end
@@ -172,7 +235,7 @@ class Replace(Normalizer):
         return {"type": "Replace", "pattern": {kind: self.pattern}, "content": self.content}
 
 
-def _oniguruma_matches(compiled, text: str):
+def oniguruma_matches(compiled, text: str):
     """Match spans in the order the Rust `onig` crate's `find_iter` yields them.
 
     Python's `regex.finditer` also yields an empty match that directly follows a non-empty one;
@@ -241,4 +304,4 @@ def _to_python_syntax(pattern: str) -> str:
     return "".join(out)
 
 
-SIMPLE = {"NFC": NFC, "NFKC": NFKC, "Lowercase": Lowercase}
+SIMPLE = {"NFC": NFC, "NFKC": NFKC, "NFD": NFD, "NFKD": NFKD, "Lowercase": Lowercase, "StripAccents": StripAccents}

@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 
 import regex
 
+from tinyllm.tok.stages import bert_tables, unicode_tables
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
+from tinyllm.tok.stages.decompose import RangeSet, Translation, class_body
+from tinyllm.tok.stages.normalizers import oniguruma_matches
 
 # The GPT-2 split pattern, as used by Hugging Face's ByteLevel pre-tokenizer and by tiktoken's r50k.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -32,47 +35,45 @@ BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Con
 def split_spans(runs: list[tuple[int, int, bool]], behavior: str) -> list[tuple[int, int]]:
     """Turn (start, end, is_delimiter) runs that cover a text into piece spans.
 
-    The five behaviours of Hugging Face's SplitDelimiterBehavior:
+    The five behaviours of Hugging Face's SplitDelimiterBehavior, as its fold computes them:
 
     * Removed: delimiters are dropped;
     * Isolated: every run is its own piece;
     * MergedWithPrevious: a delimiter that follows a non-delimiter is glued onto it;
     * MergedWithNext: a delimiter that precedes a non-delimiter is glued onto it;
-    * Contiguous: consecutive delimiters form one piece.
+    * Contiguous: consecutive runs with the same flag form one piece (consecutive delimiters, or
+      consecutive non-delimiters, which an inverted pattern's adjacent matches become).
 
-    Empty pieces never appear.
+    Runs may be empty (a regex's empty match): they take part in the fold (an empty delimiter
+    still cuts), and empty pieces are dropped at the end.
 
     >>> split_spans([(0, 1, False), (1, 2, True), (2, 3, True), (3, 4, False)], "MergedWithPrevious")
     [(0, 2), (2, 3), (3, 4)]
+    >>> split_spans([(0, 1, False), (1, 1, True), (1, 2, False)], "Isolated")  # "bb" split by a*
+    [(0, 1), (1, 2)]
     """
-    runs = [r for r in runs if r[0] < r[1]]
+    if behavior not in BEHAVIORS:
+        raise ValueError(f"split behavior {behavior!r} is not one of {', '.join(BEHAVIORS)}")
     if behavior == "Removed":
-        return [(s, e) for s, e, delim in runs if not delim]
-    if behavior == "Isolated":
-        return [(s, e) for s, e, _ in runs]
-    if behavior == "MergedWithNext":
+        spans = [(s, e) for s, e, delim in runs if not delim]
+    elif behavior == "Isolated":
+        spans = [(s, e) for s, e, _ in runs]
+    elif behavior == "MergedWithNext":
         mirrored = [(-e, -s, d) for s, e, d in reversed(runs)]
-        return [(-e, -s) for s, e in reversed(_merge_with_previous(mirrored))]
-    if behavior == "MergedWithPrevious":
-        return _merge_with_previous(runs)
-    if behavior == "Contiguous":
-        out: list[list[int]] = []
-        previous = False
-        for s, e, delim in runs:
-            if delim and previous and out:
-                out[-1][1] = e
-            else:
-                out.append([s, e])
-            previous = delim
-        return [(s, e) for s, e in out]
-    raise ValueError(f"split behavior {behavior!r} is not one of {', '.join(BEHAVIORS)}")
+        spans = [(-e, -s) for s, e in reversed(_fold(mirrored, lambda d, previous: d and not previous))]
+    elif behavior == "MergedWithPrevious":
+        spans = _fold(runs, lambda d, previous: d and not previous)
+    else:
+        spans = _fold(runs, lambda d, previous: d == previous)
+    return [(s, e) for s, e in spans if s < e]
 
 
-def _merge_with_previous(runs) -> list[tuple[int, int]]:
+def _fold(runs, glue) -> list[tuple[int, int]]:
+    """HF's fold: a run is glued onto the piece before it when `glue(is_delim, previous_is_delim)`."""
     out: list[list[int]] = []
     previous = False
     for s, e, delim in runs:
-        if delim and not previous and out:
+        if glue(delim, previous) and out:
             out[-1][1] = e
         else:
             out.append([s, e])
@@ -184,13 +185,116 @@ class Split(PreTokenizer):
         object.__setattr__(self, "_compiled", compiled)
 
     def split_piece(self, text: str) -> list[Piece]:
-        matches = [(m.start(), m.end()) for m in self._compiled.finditer(text) if m.end() > m.start()]
+        # Empty matches count (they cut), found as Oniguruma's iteration finds them.
+        matches = list(oniguruma_matches(self._compiled, text)) if text else []
         runs = [(s, e, flag != self.invert) for s, e, flag in _cover(text, matches)]
         return [(text[s:e], s, e) for s, e in split_spans(runs, self.behavior)]
 
     def to_json(self) -> dict:
         key = "Regex" if self.is_regex else "String"
         return {"type": "Split", "pattern": {key: self.pattern}, "behavior": self.behavior, "invert": self.invert}
+
+
+_WORD = class_body(unicode_tables.WORD)
+_SPACE = class_body(unicode_tables.SPACE)
+# HF's Whitespace: `\w+|[^\w\s]+` with the regex crate's Unicode classes (measured, see
+# tools/gen_stage_tables.py); the matches are the pieces, what lies between is dropped.
+_WHITESPACE_PIECE = regex.compile(f"[{_WORD}]+|[^{_WORD}{_SPACE}]+")
+
+
+@dataclass(frozen=True)
+class Whitespace(PreTokenizer):
+    """Runs of word characters, and runs of other non-space characters; spaces are dropped.
+
+    >>> [p[0] for p in Whitespace().pre_tokenize("Hey, you_2!? é")]
+    ['Hey', ',', 'you_2', '!?', 'é']
+    """
+
+    type = "Whitespace"
+
+    def split_piece(self, text: str) -> list[Piece]:
+        return [(m.group(), m.start(), m.end()) for m in _WHITESPACE_PIECE.finditer(text)]
+
+
+_PUNCTUATION = RangeSet(bert_tables.PUNCTUATION)
+_IS_PUNCTUATION = Translation(lambda cp: cp in _PUNCTUATION)
+
+
+def _char_split(text: str, is_delimiter, behavior: str) -> list[Piece]:
+    """HF's split on a character predicate: every matching character is a delimiter of its own."""
+    matches = [(i, i + 1) for i, ch in enumerate(text) if is_delimiter(ch)]
+    return [(text[s:e], s, e) for s, e in split_spans(_cover(text, matches), behavior)]
+
+
+@dataclass(frozen=True)
+class Punctuation(PreTokenizer):
+    """Split at punctuation (ASCII punctuation plus Unicode P*, BertPreTokenizer's set) with one of
+    the five behaviours (HF's default: Isolated).
+
+    >>> [p[0] for p in Punctuation("MergedWithNext").pre_tokenize("a,b..c")]
+    ['a', ',b', '.', '.c']
+    """
+
+    behavior: str = "Isolated"
+    type = "Punctuation"
+
+    def split_piece(self, text: str) -> list[Piece]:
+        return _char_split(text, lambda ch: _IS_PUNCTUATION[ord(ch)], self.behavior)
+
+    def to_json(self) -> dict:
+        return {"type": "Punctuation", "behavior": self.behavior}
+
+
+@dataclass(frozen=True)
+class CharDelimiterSplit(PreTokenizer):
+    """Split at one character, which is dropped.
+
+    >>> [p[0] for p in CharDelimiterSplit("x").pre_tokenize("axxbx")]
+    ['a', 'b']
+    """
+
+    delimiter: str
+    type = "CharDelimiterSplit"
+
+    def split_piece(self, text: str) -> list[Piece]:
+        return _char_split(text, lambda ch: ch == self.delimiter, "Removed")
+
+    def to_json(self) -> dict:
+        return {"type": "CharDelimiterSplit", "delimiter": self.delimiter}
+
+
+_SCRIPTS = RangeSet(unicode_tables.SCRIPT_CLASS)
+_SCRIPT_OF = Translation(lambda cp: (_SCRIPTS.find(cp) or (0, 0, 0))[2])
+
+
+@dataclass(frozen=True)
+class UnicodeScripts(PreTokenizer):
+    """Cut wherever the script changes (SentencePiece's rule, in HF's version).
+
+    Each character has a script class from HF's table (tools/gen_stage_tables.py), where Hiragana,
+    Katakana and U+30FC count as Han, and the space and unassigned code points are "Any". A cut
+    falls before a non-Any character whose script differs from the last non-Any one; Any characters
+    stay with the piece before them, and those before the first non-Any character are dropped
+    (HF's cut list starts at that character), as is a text of Any characters only.
+
+    >>> [p[0] for p in UnicodeScripts().pre_tokenize(" abc αβ 日本ひらがな 12")]
+    ['abc ', 'αβ ', '日本ひらがな ', '12']
+    """
+
+    type = "UnicodeScripts"
+
+    def split_piece(self, text: str) -> list[Piece]:
+        cuts = []
+        last = None
+        for i, ch in enumerate(text):
+            script = _SCRIPT_OF[ord(ch)]
+            if script == 0:
+                continue
+            if script != last:
+                cuts.append(i)
+            last = script
+        cuts.append(len(text))
+        return [(text[s:e], s, e) for s, e in zip(cuts, cuts[1:]) if s < e]
 
 
 @dataclass(frozen=True)
