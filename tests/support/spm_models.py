@@ -31,6 +31,9 @@ CONFIGS: dict[str, dict] = {
                        split_digits=True),
     "bpe_identity": dict(model_type="bpe", vocab_size=3000, normalization_rule_name="identity",
                          remove_extra_whitespaces=False, split_by_whitespace=False, byte_fallback=True),
+    # Llama-2's layout: BPE with byte fallback, identity normalization, spaces kept as typed.
+    "llama": dict(model_type="bpe", vocab_size=3000, byte_fallback=True, normalization_rule_name="identity",
+                  remove_extra_whitespaces=False, allow_whitespace_only_pieces=True, split_digits=True),
     "unigram": dict(model_type="unigram", vocab_size=4000),
     "unigram_bytes": dict(model_type="unigram", vocab_size=3000, byte_fallback=True,
                           user_defined_symbols=["<sep>", "@@", "ab"], control_symbols=["<ctl>"]),

@@ -1,6 +1,7 @@
 """tinyllm.tok.load: model directories, tokenizer files, presets, and clear errors."""
 
 import json
+import shutil
 
 import pytest
 
@@ -100,3 +101,30 @@ def test_malformed_config_json_names_the_file_and_the_path(tmp_path, content, me
     with pytest.raises(ValueError) as e:
         load(tmp_path)
     assert str(e.value).startswith(f"{tmp_path / 'config.json'}: {message}")
+
+
+def test_directory_with_a_tiktoken_file(tmp_path):
+    from tests.peers import PRESETS
+
+    shutil.copy(PRESETS / "o200k" / "o200k_base.tiktoken", tmp_path)
+    (tmp_path / "generation_config.json").write_text('{"eos_token_id": 199999}')
+    tok = load(tmp_path)
+    assert tok.encode("Hello world") == [13225, 2375] and tok.eos_id == 199999
+    with pytest.raises(ValueError, match="eos_token_id = 199999 is out of range"):
+        load(tmp_path, special_tokens={})  # without the specials, the role names no token
+    (tmp_path / "generation_config.json").unlink()
+    assert load(tmp_path, special_tokens={}).special_ids == {}
+    renamed = tmp_path / "o200k_base.tiktoken"
+    renamed.rename(tmp_path / "mine.tiktoken")
+    with pytest.raises(ValueError, match="mine.tiktoken: pattern: missing"):
+        load(tmp_path)
+    assert load(tmp_path, pattern="o200k").encode("Hello world") == [13225, 2375]
+    (tmp_path / "other.tiktoken").write_text("")
+    with pytest.raises(ValueError, match=r"several vocabulary files \(mine.tiktoken, other.tiktoken\)"):
+        load(tmp_path)
+
+
+def test_tiktoken_options_for_a_directory_without_a_tiktoken_file(tmp_path, char_tok):
+    char_tok.save(tmp_path)
+    with pytest.raises(ValueError, match=r"load: pattern apply only to \.tiktoken files; .* holds tinyllm_char.json"):
+        load(tmp_path, pattern="o200k")

@@ -27,19 +27,25 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from tinyllm._io import atomic_write_json, read_json_file
+from tinyllm.tok.formats import spm_to_hf
 from tinyllm.tok.load import load, tokenizer_from_document
+from tinyllm.tok.models.spm_tokenizer import SentencePieceTokenizer
 from tinyllm.tok.pipeline import PipelineTokenizer
 from tinyllm.tok.policy import TOKENIZER_CONFIG, write_policy_files
 
 HF_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 
 
-def hf_document(tok) -> dict:
+#: Texts the converted tokenizer must encode exactly as the source before anything is written.
+SELF_CHECK = ("Hello world", "  two  spaces, a tab\tand a new line\n", "héllo wörld, ça va? 東京 😀",
+              "x = f(1, 22, 333)  # code", "▁ typed ▁▁ marks", "")
+
+
+def hf_document(tok, source: str = "tokenizer") -> dict:
     """The tokenizer.json document of `tok` in Hugging Face's components; ValueError when `tok`
     has no such form (the byte and character tokenizers are tinyllm's own formats)."""
-    to_hf = getattr(tok, "to_hf_document", None)
-    if callable(to_hf):
-        return to_hf()
+    if isinstance(tok, SentencePieceTokenizer):
+        return spm_to_hf.hf_document(tok.parts.proto, source)
     if isinstance(tok, PipelineTokenizer):
         return tok.to_document()
     raise ValueError(f"convert: a {type(tok).__name__} has no Hugging Face tokenizer.json form; "
@@ -51,9 +57,15 @@ def convert(source: str | os.PathLike, out_dir: str | os.PathLike, *, pattern: O
     """Write `source` as a Hugging Face model directory `out_dir` and return the tokenizer read
     back from it. `pattern` and `special_tokens` are for `.tiktoken` sources (see `load`)."""
     tok = load(source, pattern=pattern, special_tokens=special_tokens)
-    document = hf_document(tok)
+    document = hf_document(tok, os.fspath(source))
     back = tokenizer_from_document(document, f"convert {os.fspath(source)}")
-    if not callable(getattr(tok, "to_hf_document", None)):
+    if isinstance(tok, SentencePieceTokenizer):
+        # Restated in other components: the ids must still agree on the self-check texts.
+        for text in SELF_CHECK:
+            if back.encode(text) != tok.encode(text):
+                raise ValueError(f"convert: {os.fspath(source)}: the Hugging Face form encodes {text!r} as "
+                                 f"{back.encode(text)}, the source as {tok.encode(text)}")
+    else:
         # Same components, so the same ids; the roles are checked after they are written.
         before, after = _behaviour(tok), _behaviour(back)
         changed = sorted(k for k in before if before[k] != after.get(k))

@@ -7,14 +7,15 @@ Resolution order:
    a `config.json`, the tokenizer file inside it is used;
 2. an existing file: `tokenizer.json`, `tinyllm_char.json`, a JSON file in either format, a
    tiktoken `.tiktoken` file (see below), or a SentencePiece `.model` file (ids and decodes equal
-   sentencepiece's; a directory with no tokenizer.json or tinyllm_char.json but one `*.model`
-   file loads that file, tokenizer.json winning when both are there);
+   sentencepiece's). A directory with no tokenizer.json or tinyllm_char.json but one `*.model` or
+   `*.tiktoken` file loads that file (tokenizer.json wins when both are there);
 3. a built-in preset name: `"bytes"`, `"gpt2"`, `"smollm2"`, `"cl100k"` or `"o200k"` (the last two
    are OpenAI's cl100k_base and o200k_base, from their `.tiktoken` files).
 
 A `.tiktoken` file holds only ranks, so `load` takes the pre-tokenizer as `pattern=` (one of
 `"gpt2"`, `"r50k"`, `"p50k"`, `"cl100k"`, `"o200k"`, or a regex string) and the special tokens as
-`special_tokens={text: id}` (default: those of the named encoding; none for a regex string). When
+`special_tokens={text: id}` (default: those of the named encoding; none for a regex string), also
+for a directory whose tokenizer is a `.tiktoken` file. When
 `pattern` is not given, a file whose name stem is exactly `cl100k_base`, `o200k_base`,
 `r50k_base`, `p50k_base` or `gpt2` implies its pattern; any other `.tiktoken` file without
 `pattern` is a ValueError listing the pattern names. `pattern` and `special_tokens` apply to
@@ -91,27 +92,18 @@ def read_tokenizer_dir_file(path: Path) -> Tokenizer:
     return with_policy_files(path.parent, lambda **configs: tokenizer_from_parts(parts, **configs))
 
 
-def _preset_file(name: str) -> Callable[[], Tokenizer]:
-    # Presets are immutable, so one parsed copy per process serves every caller.
-    return functools.lru_cache(maxsize=None)(lambda: read_tokenizer_dir_file(PRESET_DIR / name / HF_FILE))
-
-
-def _preset_tiktoken(name: str, file_name: str) -> Callable[[], Tokenizer]:
-    """A preset shipped as a `.tiktoken` file (its stem implies the pattern and the specials),
-    with the roles of the config files beside it; parsed once per process."""
-    def build() -> Tokenizer:
-        parts = read_tiktoken(PRESET_DIR / name / file_name)
-        return with_policy_files(PRESET_DIR / name, lambda **configs: tokenizer_from_parts(parts, **configs))
-
-    return functools.lru_cache(maxsize=None)(build)
+def _preset(name: str) -> Callable[[], Tokenizer]:
+    """A preset shipped as a model directory (its tokenizer file and config files); parsed once per
+    process, since presets are immutable."""
+    return functools.lru_cache(maxsize=None)(lambda: _load_file_in_dir(PRESET_DIR / name))
 
 
 PRESETS: dict[str, Callable[[], Tokenizer]] = {
     "bytes": ByteTokenizer,
-    "gpt2": _preset_file("gpt2"),
-    "smollm2": _preset_file("smollm2"),
-    "cl100k": _preset_tiktoken("cl100k", "cl100k_base.tiktoken"),
-    "o200k": _preset_tiktoken("o200k", "o200k_base.tiktoken"),
+    "gpt2": _preset("gpt2"),
+    "smollm2": _preset("smollm2"),
+    "cl100k": _preset("cl100k"),
+    "o200k": _preset("o200k"),
 }
 
 # The tokenizer files a model directory may hold, and how to read each.
@@ -138,18 +130,16 @@ def _load_file(path: Path) -> Tokenizer:
     )
 
 
-def _load_file_in_dir(directory: Path) -> Tokenizer:
+def _refuse_tiktoken_options(options: dict, what: str) -> None:
+    raise ValueError(f"load: {' and '.join(options)} apply only to {TIKTOKEN_SUFFIX} files; {what}")
+
+
+def _load_file_in_dir(directory: Path, tiktoken_options: Optional[dict] = None) -> Tokenizer:
     found = [directory / name for name in FILE_LOADERS if (directory / name).is_file()]
     if not found:
-        models = sorted(p for p in directory.glob(f"*{SPM_SUFFIX}") if p.is_file())
-        if len(models) == 1:
-            return SentencePieceTokenizer.from_dir_file(models[0])
-        if len(models) > 1:
-            names = ", ".join(p.name for p in models)
-            raise ValueError(f"{directory}: holds several SentencePiece models ({names}) and no {HF_FILE}; "
-                             f"keep one tokenizer file per model directory")
-        expected = ", ".join((CONFIG_FILE, *FILE_LOADERS, f"a SentencePiece *{SPM_SUFFIX} file"))
-        raise ValueError(f"{directory}: no tokenizer here; expected one of {expected}")
+        return _load_vocab_file_in_dir(directory, tiktoken_options)
+    if tiktoken_options:
+        _refuse_tiktoken_options(tiktoken_options, f"{directory} holds {found[0].name}")
     if len(found) > 1:
         names = " and ".join(p.name for p in found)
         raise ValueError(f"{directory}: holds both {names}; keep one tokenizer file per model directory")
@@ -159,10 +149,31 @@ def _load_file_in_dir(directory: Path) -> Tokenizer:
     return read_tokenizer_dir_file(path)
 
 
-def _load_model_dir(directory: Path) -> Tokenizer:
+def _load_vocab_file_in_dir(directory: Path, tiktoken_options: Optional[dict]) -> Tokenizer:
+    """The one SentencePiece `*.model` or tiktoken `*.tiktoken` file of a directory without a
+    tokenizer.json, with the roles of the directory's config files."""
+    files = sorted(p for suffix in (SPM_SUFFIX, TIKTOKEN_SUFFIX) for p in directory.glob(f"*{suffix}") if p.is_file())
+    if not files:
+        expected = ", ".join((CONFIG_FILE, *FILE_LOADERS, f"a SentencePiece *{SPM_SUFFIX} file",
+                              f"a *{TIKTOKEN_SUFFIX} file"))
+        raise ValueError(f"{directory}: no tokenizer here; expected one of {expected}")
+    if len(files) > 1:
+        names = ", ".join(p.name for p in files)
+        raise ValueError(f"{directory}: holds several vocabulary files ({names}) and no {HF_FILE}; "
+                         "keep one tokenizer file per model directory")
+    file = files[0]
+    if file.suffix == SPM_SUFFIX:
+        if tiktoken_options:
+            _refuse_tiktoken_options(tiktoken_options, f"{directory} holds {file.name}")
+        return SentencePieceTokenizer.from_dir_file(file)
+    parts = read_tiktoken(file, **(tiktoken_options or {}))
+    return with_policy_files(directory, lambda **configs: tokenizer_from_parts(parts, **configs))
+
+
+def _load_model_dir(directory: Path, tiktoken_options: Optional[dict] = None) -> Tokenizer:
     config_path = directory / CONFIG_FILE
     if not config_path.is_file():
-        return _load_file_in_dir(directory)
+        return _load_file_in_dir(directory, tiktoken_options)
     config = read_json_file(config_path)
     expected = "one of " + ", ".join(show(kind) for kind in TL_TOKENIZER_KINDS)
     if not isinstance(config, dict):
@@ -171,9 +182,11 @@ def _load_model_dir(directory: Path) -> Tokenizer:
         raise ValueError(f"{config_path}: tl_tokenizer: missing; expected {expected}")
     kind = config["tl_tokenizer"]
     if kind == "bytes":
+        if tiktoken_options:
+            _refuse_tiktoken_options(tiktoken_options, f"{config_path} names the byte tokenizer")
         return with_policy_files(directory, ByteTokenizer)
     if kind == "file":
-        return _load_file_in_dir(directory)
+        return _load_file_in_dir(directory, tiktoken_options)
     raise ValueError(f"{config_path}: tl_tokenizer: found {show(kind)}, expected {expected}")
 
 
@@ -190,11 +203,11 @@ def load(path_or_name: str | os.PathLike, *, pattern: Optional[str] = None,
         return tokenizer_from_parts(read_tiktoken(path, pattern, special_tokens))
     if path.is_file() and path.suffix == SPM_SUFFIX and pattern is None and special_tokens is None:
         return SentencePieceTokenizer.from_file(path)
-    if pattern is not None or special_tokens is not None:
-        given = " and ".join(k for k, v in (("pattern", pattern), ("special_tokens", special_tokens)) if v is not None)
-        raise ValueError(f"load: {given} apply only to {TIKTOKEN_SUFFIX} files; {os.fspath(path_or_name)!r} is not one")
+    options = {k: v for k, v in (("pattern", pattern), ("special_tokens", special_tokens)) if v is not None}
     if path.is_dir():
-        return _load_model_dir(path)
+        return _load_model_dir(path, options)
+    if options:
+        _refuse_tiktoken_options(options, f"{os.fspath(path_or_name)!r} is not one")
     if path.is_file():
         return _load_file(path)
     name = os.fspath(path_or_name)

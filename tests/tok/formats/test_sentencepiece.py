@@ -196,16 +196,11 @@ def test_load_accepts_the_file_and_a_directory_and_prefers_tokenizer_json(tmp_pa
     assert isinstance(load(tmp_path / "a"), SentencePieceTokenizer)
     (tmp_path / "a" / "tokenizer.json").write_text(
         '{"version": "1.0", "model": {"type": "WordLevel", "vocab": {"x": 0, "[UNK]": 1}, "unk_token": "[UNK]"}}')
-    try:
-        chosen = load(tmp_path / "a")
-    except ValueError as e:  # the tokenizer.json was chosen (and this reader may refuse its model)
-        assert "tokenizer.json" in str(e)
-    else:
-        assert not isinstance(chosen, SentencePieceTokenizer)
+    assert type(load(tmp_path / "a")).__name__ == "WordLevelTokenizer"
     (tmp_path / "b").mkdir()
     for n in ("x.model", "y.model"):
         (tmp_path / "b" / n).write_bytes(model_bytes("bpe"))
-    with pytest.raises(ValueError, match="several SentencePiece models"):
+    with pytest.raises(ValueError, match=r"several vocabulary files \(x.model, y.model\)"):
         load(tmp_path / "b")
 
 
