@@ -192,6 +192,35 @@ fn char_boundaries(s: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
 /// a backtracking engine, and on long whitespace runs that engine runs out of stack.
 const LOOKAHEAD_TAIL: &str = r"|\s+(?!\S)|\s+";
 
+/// `re` in multi-line mode with each `^` outside a class as `(?:^(?!\z))` (Oniguruma's `^` does not
+/// match after a final newline; the Rust engines' multi-line `^` does).
+fn oniguruma_lines(re: &str) -> String {
+    let mut out = String::with_capacity(re.len() + 8);
+    out.push_str("(?m)");
+    let mut chars = re.chars();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+                continue;
+            }
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '^' if !in_class => {
+                out.push_str(r"(?:^(?!\z))");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[derive(Debug)]
 pub enum Pattern {
     Literal(String),
@@ -207,7 +236,11 @@ pub enum Pattern {
 }
 
 impl Pattern {
+    /// `re` is Oniguruma's (Ruby syntax, as Hugging Face compiles it): `^` and `$` match at line
+    /// breaks, but `^` not after a final newline. The Python reader refuses the constructs the two
+    /// engines read differently before a pattern gets here.
     fn compile(re: &str) -> Result<Self, Error> {
+        let re = &oniguruma_lines(re);
         let fancy = fancy_regex::RegexBuilder::new(re)
             .backtrack_limit(100_000_000)
             .build()

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from tests.peers import fixture_lines, hf, ours, tokenizer_path
+from tests.peers import PRESETS, fixture_lines, hf, ours, tokenizer_path
+from tinyllm import _native
 from tinyllm.tok import BPETokenizer, load
 from tinyllm.tok.load import tokenizer_from_document
 from tests.support.stress import stress_strings
@@ -70,7 +71,7 @@ REJECTIONS = [
     ("added_tokens.0.id", 5, "added_tokens[0].id: 5 differs from model.vocab"),
     ("normalizer", {"type": "Nmt"}, 'normalizer.type: "Nmt" is not supported'),
     ("normalizer", {"type": "Prepend"}, "normalizer.prepend: missing"),
-    ("normalizer", {"type": "Replace", "pattern": {"Regex": "("}, "content": "_"}, "normalizer.pattern.Regex: does not compile"),
+    ("normalizer", {"type": "Replace", "pattern": {"Regex": "("}, "content": "_"}, "normalizer.pattern.Regex: Replace: pattern '(' is not a valid regex"),
     ("normalizer", {"type": "Precompiled", "precompiled_charsmap": "AAAA"}, "normalizer.precompiled_charsmap: "),
     ("normalizer", {"type": "NFC", "extra": 1}, "normalizer.extra: unknown field"),
     ("pre_tokenizer", {"type": "FixedLength", "length": 5}, 'pre_tokenizer.type: "FixedLength" is not supported'),
@@ -80,7 +81,11 @@ REJECTIONS = [
     ("pre_tokenizer", {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Digits"}]},
      "pre_tokenizer.pretokenizers[0]: ByteLevel is supported only as the last stage"),
     ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated", "invert": False},
-     "pre_tokenizer.pattern.Regex: does not compile"),
+     "pre_tokenizer.pattern.Regex: Split: pattern '(' is not a valid regex"),
+    ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": r"\p{N}{1,3}+"}, "behavior": "Isolated", "invert": False},
+     "'{...}+' repeats the interval in Oniguruma (Hugging Face) but is possessive in Python"),
+    ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": r"\h+"}, "behavior": "Isolated", "invert": False},
+     "pre_tokenizer.pattern.Regex: Split: pattern '\\\\h+': \\h means something else in Oniguruma"),
     ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Sideways", "invert": False},
      "pre_tokenizer.behavior: found \"Sideways\""),
     ("post_processor", {"type": "RobertaProcessing"}, "post_processor.sep: missing"),
@@ -189,3 +194,24 @@ def test_vocabulary_with_holes_decodes_only_real_ids():
         tok.decode([280])
     with pytest.raises(ValueError, match="out of range"):
         tok.decode([301])
+
+
+@pytest.mark.parametrize("pattern", [r"a$", r"^ ?\w+", r"\Aab|b\z", r"(?i)ab", r"x?+y", r"[[:alpha:]]+", r"\p{N}{1,3}",
+                                     r"\s++$|\s+(?!\S)|\s", r"(?:^|\n)\s*"])
+def test_split_regexes_read_as_oniguruma_reads_them(pattern):
+    """Hugging Face compiles Split regexes with Oniguruma's Ruby syntax: `^` and `$` match at every
+    line break (`^` not after a final newline). The reference and the Rust engine read them so."""
+    import tokenizers
+
+    doc = json.loads(PRESETS.joinpath("gpt2", "tokenizer.json").read_text(encoding="utf-8"))
+    doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    hf = tokenizers.Tokenizer.from_str(json.dumps(doc))
+    texts = ["12345 aaaaa xxy AB ab\t9 a\nb", "a\n", "\nab\n  \n", "x  \n  y ", "^a$\n\n", ""]
+    expected = [hf.encode(t, add_special_tokens=False).ids for t in texts]
+    tok = tokenizer_from_document(doc)
+    if _native.core is not None:
+        assert tok.uses_fast_path
+    assert [tok.encode(t) for t in texts] == expected
+    assert [tok.use_reference().encode(t) for t in texts] == expected

@@ -173,8 +173,8 @@ class _Reader:
                 raise self.error(f"{path}.content", f"expected a string, found {_show(content)}")
             try:
                 return normalizers.Replace(text, kind_ == "Regex", content)
-            except Exception as e:  # regex compile errors
-                raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+            except ValueError as e:  # does not compile, or reads differently in Oniguruma
+                raise self.error(f"{path}.pattern.{kind_}", str(e)) from None
         if kind == "Prepend":
             self.object(doc, path, ("type", "prepend"))
             return normalizers.Prepend(self.string(doc, "prepend", path))
@@ -267,10 +267,11 @@ class _Reader:
         self.object(doc, path, ("type", "pattern", "behavior", "invert"))
         kind, text = self.pattern(doc, path)
         behavior = self.behavior(doc, path)
+        invert = self.boolean(doc, "invert", path, default=False)
         try:
-            return pre_tokenizers.Split(text, kind == "Regex", behavior, self.boolean(doc, "invert", path, default=False))
-        except Exception as e:  # regex compile errors
-            raise self.error(f"{path}.pattern.{kind}", f"does not compile: {e}") from None
+            return pre_tokenizers.Split(text, kind == "Regex", behavior, invert)
+        except ValueError as e:  # does not compile, or reads differently in Oniguruma
+            raise self.error(f"{path}.pattern.{kind}", str(e)) from None
 
     def post_processor(self, doc: Any, path: str):
         if doc is None:
@@ -344,8 +345,8 @@ class _Reader:
             content = self.string(doc, "content", path)
             try:
                 return decoders.Replace(text, kind_ == "Regex", content)
-            except ValueError as e:  # regex compile errors
-                raise self.error(f"{path}.pattern.{kind_}", f"does not compile: {e}") from None
+            except ValueError as e:  # does not compile, or reads differently in Oniguruma
+                raise self.error(f"{path}.pattern.{kind_}", str(e)) from None
         if kind == "Sequence":
             stages = self.sequence(doc, path, "decoders", self.decoder)
             try:

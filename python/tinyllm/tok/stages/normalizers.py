@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
 from tinyllm.tok.stages.decompose import nfd, nfkd, strip_marks
 
 
@@ -207,7 +208,7 @@ class Replace(Normalizer):
     def __post_init__(self) -> None:
         if not self.is_regex:
             return
-        translated = _to_python_syntax(self.pattern)
+        translated = to_python_syntax(self.pattern, "Replace")
         try:
             compiled = regex.compile(translated, regex.MULTILINE)
         except regex.error as exc:
@@ -233,75 +234,6 @@ class Replace(Normalizer):
     def to_json(self) -> dict:
         kind = "Regex" if self.is_regex else "String"
         return {"type": "Replace", "pattern": {kind: self.pattern}, "content": self.content}
-
-
-def oniguruma_matches(compiled, text: str):
-    """Match spans in the order the Rust `onig` crate's `find_iter` yields them.
-
-    Python's `regex.finditer` also yields an empty match that directly follows a non-empty one;
-    `onig` skips it (and moves the search one character on), so "x*" finds 3 spans in "abxd",
-    not 4.
-    """
-    position = 0
-    last_end = None
-    while position <= len(text):
-        match = compiled.search(text, position)
-        if match is None:
-            return
-        start, end = match.span()
-        if start == end and end == last_end:
-            position = end + 1
-            continue
-        yield start, end
-        position = last_end = end
-
-
-# Oniguruma's `^` (Ruby syntax) matches at the start and after a newline, but not at the very end
-# of the text; Python's MULTILINE `^` also matches after a final newline.
-_ONIGURUMA_LINE_START = r"(?:^(?!\z))"
-
-
-def _to_python_syntax(pattern: str) -> str:
-    """The Python `regex` spelling of an Oniguruma (Ruby syntax) pattern, compiled MULTILINE.
-
-    Raises for syntax the two read differently and that is not worth translating.
-
-    >>> _to_python_syntax(r"^\\s+|[^a]")
-    '(?:^(?!\\\\z))\\\\s+|[^a]'
-    """
-    out = []
-    i = 0
-    in_class = False
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            escaped = pattern[i + 1 : i + 2]
-            if escaped in ("h", "H", "Z"):
-                raise ValueError(
-                    f"Replace: pattern {pattern!r}: \\{escaped} means something else in Oniguruma "
-                    "(Hugging Face) than in Python; expected a pattern without it"
-                )
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if ch == "[":
-            in_class = True
-        elif ch == "]":
-            in_class = False
-        elif ch == "^" and not in_class:
-            out.append(_ONIGURUMA_LINE_START)
-            i += 1
-            continue
-        elif ch == "(" and not in_class and pattern.startswith("(?", i):
-            flags = regex.match(r"\(\?([a-zA-Z-]*)[:)]", pattern[i:])
-            if flags and "m" in flags.group(1):
-                raise ValueError(
-                    f"Replace: pattern {pattern!r}: the inline flag 'm' means dot-all in Oniguruma "
-                    "(Hugging Face) but multi-line in Python; expected a pattern without it"
-                )
-        out.append(ch)
-        i += 1
-    return "".join(out)
 
 
 SIMPLE = {"NFC": NFC, "NFKC": NFKC, "NFD": NFD, "NFKD": NFKD, "Lowercase": Lowercase, "StripAccents": StripAccents}

@@ -22,7 +22,7 @@ import regex
 from tinyllm.tok.stages import bert_tables, unicode_tables
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
 from tinyllm.tok.stages.decompose import RangeSet, Translation, class_body
-from tinyllm.tok.stages.normalizers import oniguruma_matches
+from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
 
 # The GPT-2 split pattern, as used by Hugging Face's ByteLevel pre-tokenizer and by tiktoken's r50k.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -181,7 +181,14 @@ class Split(PreTokenizer):
     type = "Split"
 
     def __post_init__(self) -> None:
-        compiled = regex.compile(self.pattern if self.is_regex else regex.escape(self.pattern))
+        # A regex is Oniguruma's (Hugging Face's engine), read as Python's regex in MULTILINE mode.
+        if self.is_regex:
+            try:
+                compiled = regex.compile(to_python_syntax(self.pattern, "Split"), regex.MULTILINE)
+            except regex.error as exc:
+                raise ValueError(f"Split: pattern {self.pattern!r} is not a valid regex: {exc}") from None
+        else:
+            compiled = regex.compile(regex.escape(self.pattern))
         object.__setattr__(self, "_compiled", compiled)
 
     def split_piece(self, text: str) -> list[Piece]:
