@@ -23,7 +23,10 @@ pub struct SpmUnigramModel {
 
 impl SpmUnigramModel {
     pub fn from_spec(spec: &Spec<'_, '_>) -> Result<Self, Error> {
-        let pieces = SpmPieces::from_spec(spec)?;
+        Ok(Self::from_pieces(SpmPieces::from_spec(spec)?))
+    }
+
+    pub fn from_pieces(pieces: SpmPieces) -> Self {
         let min_score = pieces
             .scores
             .iter()
@@ -46,12 +49,12 @@ impl SpmUnigramModel {
             max_piece_bytes = max_piece_bytes.max(text.len());
             lattice.insert(text.clone(), (id, score));
         }
-        Ok(SpmUnigramModel {
+        SpmUnigramModel {
             pieces,
             lattice,
             max_piece_bytes,
             unk_score: min_score - 10.0,
-        })
+        }
     }
 
     /// Append the ids of `text` (a whole normalized text) to `out`.
