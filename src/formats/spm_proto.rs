@@ -17,7 +17,8 @@ const LENGTH: u8 = 2;
 const FIXED32: u8 = 5;
 
 /// The piece types (`ModelProto.SentencePiece.Type`) in the words of the reference's errors.
-const TYPE_NAMES: &str = "1 (NORMAL), 2 (UNKNOWN), 3 (CONTROL), 4 (USER_DEFINED), 5 (UNUSED), 6 (BYTE)";
+const TYPE_NAMES: &str =
+    "1 (NORMAL), 2 (UNKNOWN), 3 (CONTROL), 4 (USER_DEFINED), 5 (UNUSED), 6 (BYTE)";
 const NORMAL: i32 = 1;
 
 fn wire_name(wire: u8) -> &'static str {
@@ -86,7 +87,10 @@ impl Message<'_> {
             let byte = self.data[self.pos];
             self.pos += 1;
             if shift == 63 && byte > 1 {
-                return Err(format!("{} at byte {start}: varint exceeds 64 bits", what()));
+                return Err(format!(
+                    "{} at byte {start}: varint exceeds 64 bits",
+                    what()
+                ));
             }
             value |= u64::from(byte & 0x7F) << shift;
             if byte < 0x80 {
@@ -94,7 +98,10 @@ impl Message<'_> {
             }
             shift += 7;
             if shift > 63 {
-                return Err(format!("{} at byte {start}: varint longer than 10 bytes", what()));
+                return Err(format!(
+                    "{} at byte {start}: varint longer than 10 bytes",
+                    what()
+                ));
             }
         }
     }
@@ -102,11 +109,18 @@ impl Message<'_> {
     /// The next field (as the reference's `iter_fields`): number, wire type, value, value offset.
     /// `where_()` names the message and `label(number)` the field in errors (both are only
     /// formatted for an error: a file has a million fields).
-    fn field(&mut self, where_: &dyn Fn() -> String, label: &dyn Fn(u64) -> String) -> Result<Field, String> {
+    fn field(
+        &mut self,
+        where_: &dyn Fn() -> String,
+        label: &dyn Fn(u64) -> String,
+    ) -> Result<Field, String> {
         let key_at = self.pos;
         let key = self.varint(&|| format!("{} (field key)", where_()))?;
         if key >> 3 == 0 {
-            return Err(format!("{} at byte {key_at}: field number 0 is invalid", where_()));
+            return Err(format!(
+                "{} at byte {key_at}: field number 0 is invalid",
+                where_()
+            ));
         }
         let (number, wire) = (key >> 3, (key & 7) as u8);
         let at = self.pos;
@@ -228,15 +242,23 @@ fn read_piece(
                 // int32: sign-extended to 64 bits on the wire
                 let signed = *v as i64;
                 kind = i32::try_from(signed).map_err(|_| {
-                    format!("{} at byte {}: {signed} is out of the int32 range", field_here(), f.offset)
+                    format!(
+                        "{} at byte {}: {signed} is out of the int32 range",
+                        field_here(),
+                        f.offset
+                    )
                 })?;
             }
             _ => unreachable!("wire types checked above"),
         }
     }
-    let text = text.ok_or_else(|| format!("{}.piece: missing; expected a non-empty string", here()))?;
+    let text =
+        text.ok_or_else(|| format!("{}.piece: missing; expected a non-empty string", here()))?;
     if !(1..=6).contains(&kind) {
-        return Err(format!("{}.type: found {kind}, expected one of {TYPE_NAMES}", here()));
+        return Err(format!(
+            "{}.type: found {kind}, expected one of {TYPE_NAMES}",
+            here()
+        ));
     }
     Ok((text, score, kind))
 }
@@ -319,7 +341,10 @@ mod tests {
         assert_eq!(read.types, [2, 1]);
         assert_eq!(read.others.len(), 1);
         assert_eq!(read.others[0].number, 2);
-        assert_eq!(read.others[0].value, Value::Bytes(data.len() - 5..data.len() - 3));
+        assert_eq!(
+            read.others[0].value,
+            Value::Bytes(data.len() - 5..data.len() - 3)
+        );
     }
 
     #[test]

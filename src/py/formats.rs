@@ -13,7 +13,11 @@ use crate::formats::spm_proto::{read_pieces, Value};
 /// error (a message naming the field under `where`) or None. Everything before the error is kept.
 #[pyfunction]
 #[pyo3(signature = (data, r#where = "ModelProto"))]
-pub(super) fn read_spm_pieces<'py>(py: Python<'py>, data: &[u8], r#where: &str) -> PyResult<Bound<'py, PyTuple>> {
+pub(super) fn read_spm_pieces<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    r#where: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
     let read = read_pieces(data, r#where);
     let texts = read
         .texts
