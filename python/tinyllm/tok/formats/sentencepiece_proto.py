@@ -370,7 +370,7 @@ def read_model_proto(data: bytes, where: str = "ModelProto", *, reference: bool 
     """Parse a serialized ModelProto (see the module docstring); ValueError names the field and offset.
 
     The pieces are read by the Rust core when it is built (`tinyllm._core.read_spm_pieces`, the
-    same pieces and the same errors as this module's reader, ten times faster), else, or with
+    same pieces and the same errors as this module's reader, several times faster), else, or with
     `reference=True`, by the readable reader below."""
     data = bytes(data)
     core = _native.core
