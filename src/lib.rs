@@ -8,6 +8,7 @@
 //! - `py` (feature `python`): the PyO3 glue of `tinyllm._core`, split per area;
 //! - [`train`]: trainers and the corpus counts they read;
 //! - [`engines`]: whole pipelines (added tokens, stages, model, word cache);
+//! - [`formats`]: file readers whose bulk is read in Rust (the pieces of a SentencePiece `.model`);
 //! - [`models`]: BPE, WordPiece, Unigram on one pre-token, and their random numbers;
 //! - [`stages`]: added tokens, normalizers, pre-tokenizers;
 //! - [`text`]: character classes, the byte alphabet, UTF-8 streaming, base64;
@@ -15,6 +16,7 @@
 
 pub mod engines;
 pub mod error;
+pub mod formats;
 pub mod models;
 pub mod progress;
 pub mod spec;

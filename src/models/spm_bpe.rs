@@ -89,7 +89,10 @@ fn add_pair<'t>(
 
 impl SpmBpeModel {
     pub fn from_spec(spec: &Spec<'_, '_>) -> Result<Self, Error> {
-        let pieces = SpmPieces::from_spec(spec)?;
+        Ok(Self::from_pieces(SpmPieces::from_spec(spec)?))
+    }
+
+    pub fn from_pieces(pieces: SpmPieces) -> Self {
         let user: Vec<String> = pieces
             .texts
             .iter()
@@ -98,11 +101,11 @@ impl SpmBpeModel {
             .map(|(p, _)| p.clone())
             .collect();
         let has_unused = pieces.types.contains(&UNUSED);
-        Ok(SpmBpeModel {
+        SpmBpeModel {
             pieces,
             matcher: PrefixMatcher::new(&user),
             has_unused,
-        })
+        }
     }
 
     /// Append the ids of `text` (a whole normalized text) to `out`.

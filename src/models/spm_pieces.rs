@@ -42,25 +42,65 @@ impl SpmPieces {
             })
         })?;
         let byte_fallback = spec.bool_or("byte_fallback", false)?;
+        let mut columns = (Vec::new(), Vec::new(), Vec::new());
+        for (text, score, kind) in pieces {
+            columns.0.push(text);
+            columns.1.push(score);
+            columns.2.push(kind);
+        }
+        SpmPieces::new(
+            &format!("{}.pieces", spec.path()),
+            columns.0,
+            &columns.1,
+            &columns.2,
+            byte_fallback,
+        )
+    }
+
+    /// From the pieces as columns (texts, scores, types in id order); `path` names the pieces in
+    /// errors. Refuses empty or duplicate pieces, bad types or scores, a missing UNKNOWN piece,
+    /// and with `byte_fallback` a bad or missing BYTE piece.
+    pub fn new(
+        path: &str,
+        texts: Vec<String>,
+        scores: &[f64],
+        types: &[u32],
+        byte_fallback: bool,
+    ) -> Result<Self, Error> {
+        let n = texts.len();
+        let bad = |i: usize, what: String| Error::Field {
+            field: format!("{path}[{i}]"),
+            expected: "a valid SentencePiece piece".into(),
+            found: what,
+        };
+        if scores.len() != n || types.len() != n {
+            return Err(bad(
+                0,
+                format!(
+                    "{n} texts, {} scores and {} types",
+                    scores.len(),
+                    types.len()
+                ),
+            ));
+        }
         let mut made = SpmPieces {
-            texts: Vec::with_capacity(pieces.len()),
-            scores: Vec::with_capacity(pieces.len()),
-            types: Vec::with_capacity(pieces.len()),
+            texts: Vec::with_capacity(n),
+            scores: Vec::with_capacity(n),
+            types: Vec::with_capacity(n),
             normal: FxHashMap::default(),
             reserved: FxHashMap::default(),
             unk_id: u32::MAX,
             byte_ids: None,
         };
+        made.normal.reserve(n);
         let mut byte_ids = vec![u32::MAX; 256];
-        let bad = |i: usize, what: String| Error::Field {
-            field: format!("{}.pieces[{i}]", spec.path()),
-            expected: "a valid SentencePiece piece".into(),
-            found: what,
-        };
-        for (i, (text, score, kind)) in pieces.into_iter().enumerate() {
+        for (i, ((text, &score), &kind)) in texts.into_iter().zip(scores).zip(types).enumerate() {
             let id = u32::try_from(i).map_err(|_| bad(i, "more than 2^32 pieces".into()))?;
             if text.is_empty() || !(1..=6).contains(&kind) || !score.is_finite() {
-                return Err(bad(i, format!("{text:?} with type {kind} and score {score}")));
+                return Err(bad(
+                    i,
+                    format!("{text:?} with type {kind} and score {score}"),
+                ));
             }
             let table = if matches!(kind, NORMAL | USER_DEFINED | UNUSED) {
                 &mut made.normal
@@ -77,7 +117,11 @@ impl SpmPieces {
                 let b = text
                     .strip_prefix("<0x")
                     .and_then(|t| t.strip_suffix('>'))
-                    .filter(|h| h.len() == 2 && h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()))
+                    .filter(|h| {
+                        h.len() == 2
+                            && h.bytes()
+                                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase())
+                    })
                     .and_then(|h| u8::from_str_radix(h, 16).ok())
                     .ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
                 byte_ids[b as usize] = id;
@@ -91,7 +135,10 @@ impl SpmPieces {
         }
         if byte_fallback {
             if let Some(b) = byte_ids.iter().position(|&i| i == u32::MAX) {
-                return Err(bad(0, format!("byte_fallback without the BYTE piece of byte {b}")));
+                return Err(bad(
+                    0,
+                    format!("byte_fallback without the BYTE piece of byte {b}"),
+                ));
             }
             made.byte_ids = Some(byte_ids);
         }

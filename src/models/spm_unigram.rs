@@ -5,9 +5,7 @@
 //! `min_score - 10`. Ties keep the earliest-starting last piece. The Python reference is
 //! `tinyllm.tok.models.spm_unigram`.
 
-use rustc_hash::FxHashMap;
-
-use crate::models::spm_pieces::{Finisher, SpmPieces, NORMAL, UNUSED, USER_DEFINED};
+use crate::models::spm_pieces::{Finisher, SpmPieces, NORMAL, USER_DEFINED};
 use crate::spec::Spec;
 use crate::Error;
 
@@ -15,15 +13,20 @@ const USER_DEFINED_UNIT: f32 = 0.1;
 
 pub struct SpmUnigramModel {
     pub pieces: SpmPieces,
-    /// lattice pieces: text -> (id, score as a double: exact f32 for NORMAL pieces)
-    lattice: FxHashMap<String, (u32, f64)>,
+    /// per id, the score a lattice candidate adds (a double: exact f32 for NORMAL pieces; NaN for
+    /// the pieces not in the lattice: UNUSED and reserved ones). Lattice pieces are looked up in
+    /// `pieces.normal`, which holds them all (and the UNUSED ones).
+    lattice_scores: Vec<f64>,
     max_piece_bytes: usize,
     unk_score: f32,
 }
 
 impl SpmUnigramModel {
     pub fn from_spec(spec: &Spec<'_, '_>) -> Result<Self, Error> {
-        let pieces = SpmPieces::from_spec(spec)?;
+        Ok(Self::from_pieces(SpmPieces::from_spec(spec)?))
+    }
+
+    pub fn from_pieces(pieces: SpmPieces) -> Self {
         let min_score = pieces
             .scores
             .iter()
@@ -31,27 +34,34 @@ impl SpmUnigramModel {
             .filter(|(_, &t)| t == NORMAL)
             .map(|(&s, _)| s)
             .fold(f32::MAX, f32::min);
-        let mut lattice = FxHashMap::default();
         let mut max_piece_bytes = 0;
-        for (text, &id) in &pieces.normal {
-            let kind = pieces.types[id as usize];
-            if kind == UNUSED {
-                continue;
-            }
-            let score = if kind == USER_DEFINED {
-                ((text.len() as f32) * USER_DEFINED_UNIT) as f64 - 0.1
-            } else {
-                pieces.scores[id as usize] as f64
-            };
-            max_piece_bytes = max_piece_bytes.max(text.len());
-            lattice.insert(text.clone(), (id, score));
-        }
-        Ok(SpmUnigramModel {
+        let lattice_scores = (pieces.texts.iter().zip(&pieces.scores).zip(&pieces.types))
+            .map(|((text, &score), &kind)| match kind {
+                NORMAL | USER_DEFINED => {
+                    max_piece_bytes = max_piece_bytes.max(text.len());
+                    if kind == USER_DEFINED {
+                        ((text.len() as f32) * USER_DEFINED_UNIT) as f64 - 0.1
+                    } else {
+                        score as f64
+                    }
+                }
+                _ => f64::NAN, // UNUSED and reserved pieces are not in the lattice
+            })
+            .collect();
+        SpmUnigramModel {
             pieces,
-            lattice,
+            lattice_scores,
             max_piece_bytes,
             unk_score: min_score - 10.0,
-        })
+        }
+    }
+
+    /// The id of a lattice piece and the score a candidate adds.
+    #[inline]
+    fn lattice_piece(&self, text: &str) -> Option<(u32, f64)> {
+        let &id = self.pieces.normal.get(text)?;
+        let score = self.lattice_scores[id as usize];
+        (!score.is_nan()).then_some((id, score))
     }
 
     /// Append the ids of `text` (a whole normalized text) to `out`.
@@ -71,7 +81,7 @@ impl SpmUnigramModel {
             let limit = (start + self.max_piece_bytes).min(n);
             let mut end = start + mblen;
             while end <= limit {
-                if let Some(&(id, score)) = self.lattice.get(&text[start..end]) {
+                if let Some((id, score)) = self.lattice_piece(&text[start..end]) {
                     let candidate = (score + here as f64) as f32;
                     let target = &mut best[end];
                     if target.1 == usize::MAX || candidate > target.0 {

@@ -5,6 +5,7 @@
 //! [`engine_pymethods!`], over the [`Encoder`] trait; each class adds its constructor and its
 //! stochastic encoder (`encode_dropout`, `encode_sample`).
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
@@ -12,6 +13,9 @@ use crate::engines::bpe::BpeEngine;
 use crate::engines::wordpiece_unigram::{Model, TextEngine};
 use crate::engines::Encoder;
 use crate::models::bpe::BpeModel;
+use crate::models::spm_bpe::SpmBpeModel;
+use crate::models::spm_pieces::SpmPieces;
+use crate::models::spm_unigram::SpmUnigramModel;
 use crate::py::id_lists::IdLists;
 use crate::py::parse_json;
 use crate::py::stages::text_stages;
@@ -136,6 +140,41 @@ engine_pymethods!(PyTextEngine {
     ) -> PyResult<Self> {
         let spec = parse_json(model_json, "model_json")?;
         let (model, max_id) = Model::from_json(model_type, &spec, "model_json")?;
+        let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
+        let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
+        Ok(PyTextEngine {
+            inner: TextEngine::new(normalizer, pre, model, added),
+            lists: IdLists::new(py, max_id)?,
+        })
+    }
+
+    /// A SentencePiece engine from the pieces as lists (texts, scores, types in id order), without
+    /// a JSON round trip: `model_type` is "SentencePieceBPE" or "SentencePieceUnigram"; the rest
+    /// as for the constructor.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn from_spm_pieces(
+        py: Python<'_>,
+        model_type: &str,
+        texts: Vec<String>,
+        scores: Vec<f64>,
+        types: Vec<u32>,
+        byte_fallback: bool,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let pieces = SpmPieces::new("pieces", texts, &scores, &types, byte_fallback)?;
+        let max_id = pieces.max_id();
+        let model = match model_type {
+            "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),
+            "SentencePieceUnigram" => Model::SpmUnigram(Box::new(SpmUnigramModel::from_pieces(pieces))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "model_type: expected \"SentencePieceBPE\" or \"SentencePieceUnigram\", found {other:?}"
+                )))
+            }
+        };
         let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
         let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
         Ok(PyTextEngine {

@@ -8,6 +8,7 @@
 //! - `stages`: pre-tokenizers and BERT stages on their own (for testing against the reference);
 //! - `engines`: `BpeEngine` and `TextEngine`, over `id_lists` (ids handed back as Python lists);
 //! - `models`: `UnigramModel` on its own;
+//! - `formats`: `read_spm_pieces` (the pieces of a SentencePiece `.model`);
 //! - `counters`: `PretokenCounter` and `WordCounter`;
 //! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`.
 //!
@@ -21,6 +22,7 @@ use crate::Error;
 
 mod counters;
 mod engines;
+mod formats;
 mod id_lists;
 mod models;
 mod stages;
@@ -56,6 +58,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engines::PyBpeEngine>()?;
     m.add_class::<engines::PyTextEngine>()?;
     m.add_class::<models::PyUnigramModel>()?;
+    // file formats
+    m.add_function(wrap_pyfunction!(formats::read_spm_pieces, m)?)?;
     // training
     m.add_class::<counters::PyPretokenCounter>()?;
     m.add_class::<counters::PyWordCounter>()?;

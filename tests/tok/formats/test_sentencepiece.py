@@ -102,6 +102,23 @@ def test_rust_engine_runs_and_equals_reference(name, monkeypatch):
 
 
 @needs_rust
+@pytest.mark.parametrize("name", ["bpe_bytes_unused", "unigram_unused", "unigram_suffix"])
+def test_engine_from_a_json_spec_equals_the_engine_from_lists(name):
+    """The engine is built from the piece lists (no JSON round trip); the JSON spec builds the same."""
+    import json
+
+    from tests.support.rust import core
+
+    _, tok = pair(name)
+    assert_fast(tok)
+    added = [(t.content, t.id) for t in tok.added_tokens]
+    engine = core.TextEngine(tok.model.type, json.dumps(tok.engine_model_spec()), json.dumps(tok.normalizer.to_json()),
+                             "null", added)
+    lines = stress_strings(200) + _edge_strings()[:200]
+    assert [engine.encode(t, []) for t in lines] == [tok._fast.encode(t, []) for t in lines]
+
+
+@needs_rust
 @settings(max_examples=150)
 @given(st.sampled_from(["bpe_bytes", "unigram_bytes", "bpe_identity", "unigram_suffix"]),
        st.text(st.characters(exclude_categories=("Cs",)), max_size=40))

@@ -75,7 +75,7 @@ def parts_from_bytes(data: bytes, source: str = "model") -> SentencePieceParts:
 def _parts(data: bytes) -> SentencePieceParts:
     proto = read_model_proto(data)
     trainer, norm = proto.trainer_spec, proto.normalizer_spec
-    if not proto.pieces:
+    if not proto.columns().texts:
         raise ValueError("ModelProto.pieces: empty; expected the vocabulary")
     if trainer.model_type not in (UNIGRAM, BPE):
         found = MODEL_TYPES.get(trainer.model_type, str(trainer.model_type))
@@ -84,14 +84,14 @@ def _parts(data: bytes) -> SentencePieceParts:
     if denorm is not None and denorm.precompiled_charsmap:
         raise ValueError("ModelProto.denormalizer_spec.precompiled_charsmap: decode-time normalization rules are not "
                          "supported; expected none")
-    pieces = [(p.piece, p.score, p.type) for p in proto.pieces]
+    pieces = proto.columns()
+    texts = pieces.texts
     where = "ModelProto.pieces"
+    user_defined = pieces.of_type(USER_DEFINED, texts)
     if trainer.model_type == BPE:
-        user_defined = [p.piece for p in proto.pieces if p.type == USER_DEFINED]
         model = SpmBpeModel(pieces, trainer.byte_fallback, user_defined=user_defined, where=where)
     else:
         model = SpmUnigramModel(pieces, trainer.byte_fallback, where=where)
-    user_defined = [p.piece for p in proto.pieces if p.type == USER_DEFINED]
     try:
         normalizer = SpmNormalizer(norm.precompiled_charsmap, add_dummy_prefix=norm.add_dummy_prefix,
                                    remove_extra_whitespaces=norm.remove_extra_whitespaces,
@@ -100,8 +100,9 @@ def _parts(data: bytes) -> SentencePieceParts:
                                    user_defined=user_defined)
     except ValueError as e:
         raise ValueError(f"ModelProto.normalizer_spec.{e}") from None
-    control = [p.piece for p in proto.pieces if p.type == CONTROL]
-    added = [AddedToken(i, p.piece, special=True) for i, p in enumerate(proto.pieces) if p.type == CONTROL]
+    control_ids = pieces.of_type(CONTROL)
+    control = [texts[i] for i in control_ids]
+    added = [AddedToken(i, texts[i], special=True) for i in control_ids]
     decoder = SpmDecoder(control=control, unknown=model.id_to_token[model.unk_id], unk_surface=trainer.unk_surface,
                          byte_fallback=trainer.byte_fallback, add_dummy_prefix=norm.add_dummy_prefix,
                          remove_extra_whitespaces=norm.remove_extra_whitespaces)

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, NamedTuple, Optional
+from typing import Callable, Iterable, Iterator, NamedTuple, Optional
 
-from tinyllm.tok.models.spm_pieces import NORMAL, PIECE_TYPES
+from tinyllm import _native
+from tinyllm.tok.models.spm_pieces import NORMAL, PIECE_TYPES, PieceColumns
 
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
 _WIRE_NAMES = {0: "varint", 1: "fixed64", 2: "length-delimited", 3: "start-group", 4: "end-group", 5: "fixed32"}
@@ -47,12 +48,13 @@ MODEL_TYPES = {UNIGRAM: "UNIGRAM", BPE: "BPE", WORD: "WORD", CHAR: "CHAR"}
 
 def read_varint(data: bytes, pos: int, where: str, base: int = 0) -> tuple[int, int]:
     """(value, next position) of the varint at `pos`; the value is the raw unsigned 64-bit one.
-    `base` (the offset of `data` in the file) only shifts the offsets errors report."""
+    `base` (the offset of `data` in the file) only shifts the offsets errors report (and the end
+    of the data they name: where the enclosing message ends in the file)."""
     value = shift = 0
     start = base + pos
     while True:
         if pos >= len(data):
-            raise ValueError(f"{where} at byte {start}: varint runs past the end of the data ({len(data)} bytes); "
+            raise ValueError(f"{where} at byte {start}: varint runs past the end of the data ({base + len(data)} bytes); "
                              "the file is truncated")
         byte = data[pos]
         pos += 1
@@ -155,15 +157,21 @@ def _decode(data: bytes, name: str, schema: dict, where: str, base: int, first: 
     """Fields of one message by the `schema` {number: (name, kind, repeated)}; nested messages are
     kinds given as (sub-message name, sub-schema, builder). `first`: repeated fields already read
     (their counts, so indices in errors stay right)."""
-    out: dict = {}
-    counts: dict[int, int] = dict(first or {})
     def label(number: int, k: int) -> str:
         spec = schema.get(number)
         if spec is None:
             return f"#{number}"
         return f"{spec[0]}[{k + (first or {}).get(number, 0)}]" if spec[2] else spec[0]
 
-    for f in iter_fields(data, where, base, label):
+    return _decode_fields(iter_fields(data, where, base, label), schema, where, first)
+
+
+def _decode_fields(fields: Iterable[Field], schema: dict, where: str, first: Optional[dict] = None) -> dict:
+    """`_decode` over fields already cut out of the message (each decoded, and its errors raised,
+    before the next one is read: the first bad field in file order is the one reported)."""
+    out: dict = {}
+    counts: dict[int, int] = dict(first or {})
+    for f in fields:
         spec = schema.get(f.number)
         if spec is None:
             continue  # unknown field: skipped, as protobuf readers do
@@ -249,10 +257,38 @@ class NormalizerSpec:
 
 @dataclass
 class ModelProto:
+    """A parsed `.model` file. `pieces` is a list of `Piece`; `columns()` gives the same pieces as
+    three lists (texts, scores, types), which is what the tokenizer builds from. A proto read by
+    the Rust reader holds the columns only and builds `pieces` on first access (a quarter of a
+    million `Piece` tuples cost more than the rest of loading)."""
+
     pieces: list
     trainer_spec: TrainerSpec
     normalizer_spec: NormalizerSpec
     denormalizer_spec: Optional[NormalizerSpec]
+
+    @classmethod
+    def from_columns(cls, columns: PieceColumns, trainer_spec: TrainerSpec, normalizer_spec: NormalizerSpec,
+                     denormalizer_spec: Optional[NormalizerSpec]) -> "ModelProto":
+        proto = cls.__new__(cls)
+        proto.__dict__.update(_columns=columns, trainer_spec=trainer_spec, normalizer_spec=normalizer_spec,
+                              denormalizer_spec=denormalizer_spec)
+        return proto
+
+    def __getattr__(self, name: str):
+        # only reached for attributes not set: `pieces` of a proto made by `from_columns`
+        columns = self.__dict__.get("_columns")
+        if name != "pieces" or columns is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.pieces = list(map(Piece, *columns))
+        return self.pieces
+
+    def columns(self) -> PieceColumns:
+        """The pieces as (texts, scores, types) lists in id order (they follow edits of `pieces`)."""
+        if "pieces" not in self.__dict__ and self.__dict__.get("_columns") is not None:
+            return self.__dict__["_columns"]
+        return PieceColumns([p.piece for p in self.pieces], [p.score for p in self.pieces],
+                            [p.type for p in self.pieces])
 
 
 _TRAINER_SCHEMA = {
@@ -330,9 +366,16 @@ def _fast_pieces(data: bytes, pos: int, pieces: list) -> int:
     return pos
 
 
-def read_model_proto(data: bytes, where: str = "ModelProto") -> ModelProto:
-    """Parse a serialized ModelProto (see the module docstring); ValueError names the field and offset."""
+def read_model_proto(data: bytes, where: str = "ModelProto", *, reference: bool = False) -> ModelProto:
+    """Parse a serialized ModelProto (see the module docstring); ValueError names the field and offset.
+
+    The pieces are read by the Rust core when it is built (`tinyllm._core.read_spm_pieces`, the
+    same pieces and the same errors as this module's reader, several times faster), else, or with
+    `reference=True`, by the readable reader below."""
     data = bytes(data)
+    core = _native.core
+    if core is not None and not reference:
+        return _read_with_core(core, data, where)
     pieces: list = []
     start = _fast_pieces(data, 0, pieces)
     fields = _decode(data[start:], "ModelProto", _MODEL_SCHEMA, where, start, first={1: len(pieces)})
@@ -341,3 +384,18 @@ def read_model_proto(data: bytes, where: str = "ModelProto") -> ModelProto:
     return ModelProto(pieces=fields.get("pieces", []), trainer_spec=fields.get("trainer_spec", TrainerSpec()),
                       normalizer_spec=fields.get("normalizer_spec", NormalizerSpec()),
                       denormalizer_spec=fields.get("denormalizer_spec"))
+
+
+_TOP_SCHEMA = {number: spec for number, spec in _MODEL_SCHEMA.items() if number != 1}
+
+
+def _read_with_core(core, data: bytes, where: str) -> ModelProto:
+    """The Rust reader cuts out the pieces (field 1) and hands back the other top-level fields in
+    file order, with the first error it met; those fields are decoded here first, so an error in
+    one of them that comes earlier in the file wins, as in the reference."""
+    texts, scores, types, others, error = core.read_spm_pieces(data, where)
+    fields = _decode_fields((Field(*f) for f in others), _TOP_SCHEMA, where)
+    if error is not None:
+        raise ValueError(error)
+    return ModelProto.from_columns(PieceColumns(texts, scores, types), fields.get("trainer_spec", TrainerSpec()),
+                                   fields.get("normalizer_spec", NormalizerSpec()), fields.get("denormalizer_spec"))

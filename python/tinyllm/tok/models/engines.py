@@ -12,6 +12,7 @@ encodes with the readable reference and says so through `uses_fast_path`.
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 from tinyllm import _native
 from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
@@ -67,9 +68,11 @@ def bpe_text_spec(model) -> dict:
     }
 
 
-def build_text_engine(tok, model_type: str, model_spec: dict):
+def build_text_engine(tok, model_type: str, model_spec: Optional[dict], *, spm_pieces: Optional[tuple] = None):
     """The Rust engine of a WordPiece, Unigram, WordLevel or character-level BPE tokenizer
-    (`model_type`), or None."""
+    (`model_type`), or None. A SentencePiece model may come as `spm_pieces` = (texts, scores,
+    types, byte_fallback) instead of `model_spec`: lists handed over as they are, which for a
+    quarter of a million pieces is several times faster than a JSON spec."""
     if _native.core is None:
         return None
     normalizer = tok.normalizer.to_json() if tok.normalizer is not None else None
@@ -84,6 +87,9 @@ def build_text_engine(tok, model_type: str, model_spec: dict):
         return None
     added = [(t.content, t.id) for t in tok.added_tokens]
     try:
+        if spm_pieces is not None:
+            return _native.core.TextEngine.from_spm_pieces(model_type, *spm_pieces, json.dumps(normalizer),
+                                                           json.dumps(pre), added)
         return _native.core.TextEngine(model_type, json.dumps(model_spec), json.dumps(normalizer), json.dumps(pre), added)
     except ValueError:
         return None

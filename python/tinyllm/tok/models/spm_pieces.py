@@ -19,7 +19,10 @@ After segmentation (`finish`), as sentencepiece's `PopulateSentencePieceText`:
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from functools import cached_property
+import operator
+from itertools import compress, repeat
+from typing import NamedTuple, Sequence, Union
 
 # ModelProto.SentencePiece.Type (sentencepiece_model.proto)
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -27,6 +30,21 @@ PIECE_TYPES = {NORMAL: "NORMAL", UNKNOWN: "UNKNOWN", CONTROL: "CONTROL", USER_DE
                UNUSED: "UNUSED", BYTE: "BYTE"}
 
 _VOCAB_TYPES = (NORMAL, USER_DEFINED, UNUSED)
+_RESERVED_TYPES = frozenset(PIECE_TYPES) - frozenset(_VOCAB_TYPES)
+
+
+class PieceColumns(NamedTuple):
+    """Pieces as three lists in id order: what the `.model` reader returns, and the cheap way to
+    hand a quarter of a million pieces around (no tuple per piece)."""
+
+    texts: list
+    scores: list
+    types: list
+
+    def of_type(self, kind: int, column: Sequence = None) -> list:
+        """The entries of `column` (default: the ids) of the pieces of type `kind`, in id order."""
+        return list(compress(range(len(self.types)) if column is None else column,
+                             map(operator.eq, self.types, repeat(kind))))
 
 
 def byte_piece(b: int) -> str:
@@ -44,23 +62,24 @@ def _good(entry) -> bool:
 
 
 class SpmPieces:
-    """Pieces (text, score, type) in id order; ValueError names the piece of a bad table."""
+    """Pieces (text, score, type) in id order, given as triples or as `PieceColumns`; ValueError
+    names the piece of a bad table."""
 
-    def __init__(self, pieces: Sequence[tuple[str, float, int]], byte_fallback: bool, *, where: str = "pieces") -> None:
-        self.pieces = [tuple(p) for p in pieces]
+    def __init__(self, pieces: Union[PieceColumns, Sequence[tuple[str, float, int]]], byte_fallback: bool, *,
+                 where: str = "pieces") -> None:
+        if not isinstance(pieces, PieceColumns):
+            rows = [tuple(p) for p in pieces]
+            pieces = PieceColumns([p for p, _, _ in rows], [s for _, s, _ in rows], [t for _, _, t in rows])
+        self.columns = pieces
         self.byte_fallback = bool(byte_fallback)
-        self.id_to_token = [p for p, _, _ in self.pieces]
-        self.scores = [s for _, s, _ in self.pieces]
-        self.types = [t for _, _, t in self.pieces]
+        self.id_to_token, self.scores, self.types = pieces
         self.unk_id = None
         self.byte_ids = [None] * 256
-        self.normal: dict[str, int] = {p: i for i, (p, _, t) in enumerate(self.pieces) if t in _VOCAB_TYPES}
-        self.reserved: dict[str, int] = {p: i for i, (p, _, t) in enumerate(self.pieces) if t not in _VOCAB_TYPES}
-        if len(self.normal) + len(self.reserved) != len(self.pieces) or not all(map(_good, self.pieces)):
+        self.normal, self.reserved = self._tables()
+        if len(self.normal) + len(self.reserved) != len(self.types) or not self._all_good():
             self._explain(where)  # raises, naming the piece
-        for i, kind in enumerate(self.types):
-            if kind == NORMAL:
-                continue
+        for i in compress(range(len(self.types)), map(operator.ne, self.types, repeat(NORMAL))):
+            kind = self.types[i]
             piece = self.id_to_token[i]
             here = f"{where}[{i}]"
             if kind == UNKNOWN:
@@ -84,6 +103,37 @@ class SpmPieces:
         # what the pipeline's token_to_id sees: reserved first, as PieceToId
         self.vocab = dict(self.normal)
         self.vocab.update(self.reserved)
+
+    @cached_property
+    def pieces(self) -> list[tuple[str, float, int]]:
+        """(text, score, type) per id (built on first use: encoding never needs it)."""
+        return list(zip(*self.columns))
+
+    def _tables(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(normal, reserved): text -> id of the NORMAL / USER_DEFINED / UNUSED pieces, and of the
+        others. Equal to the two comprehensions of the fallback below; the first way builds them
+        at C speed when the texts are distinct (reserved pieces are a few hundred at most)."""
+        texts, types = self.id_to_token, self.types
+        n = len(texts)
+        reserved_ids = list(compress(range(n), map(_RESERVED_TYPES.__contains__, types)))
+        reserved = {texts[i]: i for i in reserved_ids}
+        normal = dict(zip(texts, range(n)))
+        for i in reserved_ids:
+            if normal.get(texts[i]) == i:
+                del normal[texts[i]]
+        if len(normal) == n - len(reserved_ids) and len(reserved) == len(reserved_ids):
+            return normal, reserved
+        # duplicates, a text both reserved and not, or types that are no piece types
+        normal = {p: i for i, (p, t) in enumerate(zip(texts, types)) if t in _VOCAB_TYPES}
+        reserved = {p: i for i, (p, t) in enumerate(zip(texts, types)) if t not in _VOCAB_TYPES}
+        return normal, reserved
+
+    def _all_good(self) -> bool:
+        """Whether every piece is a non-empty str with a piece type and a finite score (as
+        `_good`, column by column)."""
+        texts, scores, types = self.columns
+        return (set(map(type, texts)) <= {str} and all(texts) and all(t in PIECE_TYPES for t in set(types))
+                and set(map(type, scores)) <= {float, int} and all(map(math.isfinite, scores)))
 
     def _explain(self, where: str) -> None:
         """Raise the ValueError for the first bad piece (empty, bad type or score, duplicate)."""

@@ -39,10 +39,13 @@ class SentencePieceTokenizer(PipelineTokenizer):
         super().__init__(parts.model, **parts.stages(), generation_config=generation_config,
                          tokenizer_config=tokenizer_config)
         self.parts = parts
-        self._fast = build_text_engine(self, self.model.type, self.engine_model_spec())
+        m = self.model
+        self._fast = build_text_engine(self, m.type, None, spm_pieces=(*m.columns, m.byte_fallback))
 
     def engine_model_spec(self) -> dict:
-        """The model as the Rust engine reads it: pieces [text, score, type] in id order."""
+        """The model as the Rust engine's JSON spec: pieces [text, score, type] in id order. (The
+        tokenizer itself hands the engine the piece lists, `TextEngine.from_spm_pieces`: the same
+        engine without a JSON round trip of a quarter of a million pieces.)"""
         m = self.model
         return {"pieces": m.pieces, "byte_fallback": m.byte_fallback}  # tuples serialize as lists
 

@@ -52,7 +52,7 @@ class SpmUnigramModel(SpmPieces):
     def __init__(self, pieces: Sequence[tuple[str, float, int]], byte_fallback: bool = False, *,
                  where: str = "pieces") -> None:
         super().__init__(pieces, byte_fallback, where=where)
-        normal_scores = [s for s, t in zip(self.scores, self.types, strict=True) if t == NORMAL]
+        normal_scores = self.columns.of_type(NORMAL, self.scores)
         self.min_score = min(normal_scores, default=FLT_MAX)
         self.max_score = max(normal_scores + [FLT_MIN])
         self.unk_score = f32(self.min_score - UNK_PENALTY)

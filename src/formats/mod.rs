@@ -1,0 +1,4 @@
+//! Readers of file formats whose bulk is worth reading in Rust. Mirrors `tinyllm.tok.formats`
+//! (the readable references live there).
+
+pub mod spm_proto;
