@@ -1,4 +1,4 @@
-"""Oniguruma patterns (Hugging Face's regex engine, Ruby syntax) read with Python's `regex`.
+r"""Oniguruma patterns (Hugging Face's regex engine, Ruby syntax) read with Python's `regex`.
 
 Hugging Face compiles the regexes of `Replace` and `Split` with Oniguruma's Ruby syntax. Most of
 it reads the same in Python's `regex` module, compiled MULTILINE (in Ruby `^` and `$` always match
@@ -11,7 +11,7 @@ ValueError naming the stage, what cannot; `oniguruma_matches` iterates matches a
 >>> to_python_syntax(r"\p{N}{1,3}+", "Split")
 Traceback (most recent call last):
 ...
-ValueError: Split: pattern '\\\\p{N}{1,3}+': '{...}+' repeats the interval in Oniguruma (Hugging Face) but is possessive in Python; expected a pattern without it (write (?:X{n,m})+ or (?>X{n,m}))
+ValueError: Split: pattern '\\p{N}{1,3}+': '{...}+' repeats the interval in Oniguruma (Hugging Face) but is possessive in Python; expected a pattern without it (write (?:X{n,m})+ or (?>X{n,m}))
 """
 
 from __future__ import annotations
