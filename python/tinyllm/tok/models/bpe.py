@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from tinyllm.tok.models.vocab import id_table, required_unk_id
+
 
 def byte_token(b: int) -> str:
     """The byte-fallback token of byte `b` (sentencepiece's spelling): `<0x0A>`, `<0xC3>`."""
@@ -63,10 +65,7 @@ class BPEModel:
                  fuse_unk: bool = False, continuing_subword_prefix: Optional[str] = None,
                  end_of_word_suffix: Optional[str] = None, where: str = "model") -> None:
         self.vocab = dict(vocab)
-        size = max(self.vocab.values(), default=-1) + 1
-        self.id_to_token: list[Optional[str]] = [None] * size
-        for token, i in self.vocab.items():
-            self.id_to_token[i] = token
+        self.id_to_token: list[Optional[str]] = id_table(self.vocab)
         self.merges = [tuple(m) for m in merges]
         self.ignore_merges = ignore_merges
         self.byte_fallback = byte_fallback
@@ -74,13 +73,7 @@ class BPEModel:
         self.prefix = continuing_subword_prefix
         self.suffix = end_of_word_suffix
         self.unk_token = unk_token
-        self.unk_id = None
-        if unk_token is not None:
-            if unk_token not in self.vocab:
-                # Hugging Face fails only when an unknown character shows up; encoding a str must
-                # never fail here, so the file is refused up front.
-                raise ValueError(f"{where}.unk_token: {unk_token!r} is not in {where}.vocab")
-            self.unk_id = self.vocab[unk_token]
+        self.unk_id = None if unk_token is None else required_unk_id(self.vocab, unk_token, where)
         #: byte_ids[b]: the id of `<0xNN>` for byte b, or None.
         self.byte_ids: list[Optional[int]] = [self.vocab.get(byte_token(b)) for b in range(256)]
         # A merge's result drops the prefix (its length in UTF-8 bytes) from the right part.

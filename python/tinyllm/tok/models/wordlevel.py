@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from tinyllm.tok.models.vocab import id_table, required_unk_id
+
 
 class WordLevelModel:
     """The vocabulary and the one-lookup reference."""
@@ -20,16 +22,9 @@ class WordLevelModel:
 
     def __init__(self, vocab: dict[str, int], *, unk_token: str = "<unk>", where: str = "model") -> None:
         self.vocab = dict(vocab)
-        size = max(self.vocab.values(), default=-1) + 1
-        self.id_to_token: list[Optional[str]] = [None] * size
-        for token, i in self.vocab.items():
-            self.id_to_token[i] = token
-        if unk_token not in self.vocab:
-            # Hugging Face fails only when an unknown word shows up; encoding a str must never
-            # fail here, so the file is refused up front.
-            raise ValueError(f"{where}.unk_token: {unk_token!r} is not in {where}.vocab")
+        self.id_to_token: list[Optional[str]] = id_table(self.vocab)
+        self.unk_id = required_unk_id(self.vocab, unk_token, where)
         self.unk_token = unk_token
-        self.unk_id = self.vocab[unk_token]
 
     def tokenize(self, word: str) -> list[tuple[int, int, int]]:
         """(id, start, end) of the one token of `word` (none for an empty word)."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from tinyllm.tok.models.vocab import id_table, required_unk_id
+
 
 
 class WordPieceModel:
@@ -27,20 +29,13 @@ class WordPieceModel:
     def __init__(self, vocab: dict[str, int], *, unk_token: str = "[UNK]", continuing_subword_prefix: str = "##",
                  max_input_chars_per_word: int = 100, where: str = "model") -> None:
         self.vocab = dict(vocab)
-        size = max(self.vocab.values(), default=-1) + 1
-        self.id_to_token: list[Optional[str]] = [None] * size
-        for token, i in self.vocab.items():
-            self.id_to_token[i] = token
-        if unk_token not in self.vocab:
-            # Hugging Face fails only when an unknown word shows up; encoding a str must never
-            # fail here, so the file is refused up front.
-            raise ValueError(f"{where}.unk_token: {unk_token!r} is not in {where}.vocab")
+        self.id_to_token: list[Optional[str]] = id_table(self.vocab)
+        self.unk_id = required_unk_id(self.vocab, unk_token, where)
         if not isinstance(max_input_chars_per_word, int) or isinstance(max_input_chars_per_word, bool) \
                 or max_input_chars_per_word < 0:
             raise ValueError(f"{where}.max_input_chars_per_word: expected a non-negative integer, "
                              f"found {max_input_chars_per_word!r}")
         self.unk_token = unk_token
-        self.unk_id = self.vocab[unk_token]
         self.prefix = continuing_subword_prefix
         self.max_input_chars_per_word = max_input_chars_per_word
         self._longest = max((len(t) for t in self.vocab), default=0)
