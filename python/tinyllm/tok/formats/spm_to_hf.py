@@ -39,10 +39,11 @@ refused.
 from __future__ import annotations
 
 import base64
+import warnings
 from typing import Sequence
 
 from tinyllm.tok.formats.sentencepiece_proto import BPE, ModelProto
-from tinyllm.tok.models.spm_pieces import CONTROL, NORMAL, UNKNOWN, USER_DEFINED
+from tinyllm.tok.models.spm_pieces import CONTROL, NORMAL, PIECE_TYPES, UNKNOWN, UNUSED, USER_DEFINED
 
 SPACE = "\u2581"
 
@@ -117,6 +118,11 @@ def hf_document(proto: ModelProto, source: str = "model") -> dict:
         raise ValueError(f"{source}: trainer_spec.treat_whitespace_as_suffix: true has no Hugging Face "
                          "tokenizer.json form; expected false (load the .model with tinyllm instead)")
     pieces = proto.pieces
+    inexact = sorted({PIECE_TYPES[p.type] for p in pieces if p.type in (USER_DEFINED, UNUSED)})
+    if inexact:
+        warnings.warn(f"{source}: {' and '.join(inexact)} pieces have no exact Hugging Face form; the converted "
+                      "tokenizer.json can give other ids than sentencepiece on text around them (docs/formats.md)",
+                      UserWarning, stacklevel=3)
     unk = next(i for i, p in enumerate(pieces) if p.type == UNKNOWN)
     added = [{"id": i, "content": p.piece, "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": p.type != USER_DEFINED}
