@@ -1,6 +1,7 @@
 //! Pre-tokenizers whose pieces stay text, for WordPiece and Unigram pipelines: `BertPreTokenizer`,
-//! `WhitespaceSplit` (both in [`crate::stages::bert`]), `Metaspace`, and a `Sequence` of them, where
-//! each stage re-splits every piece of the stage before it. The pure-Python reference is
+//! `WhitespaceSplit` (both in [`crate::stages::bert`]), `Metaspace`, `Whitespace`, `Punctuation`,
+//! `CharDelimiterSplit`, `UnicodeScripts` (those four in [`crate::stages::char_splits`]), and a
+//! `Sequence` of them, where each stage re-splits every piece of the stage before it. The pure-Python reference is
 //! `tinyllm.tok.stages.pre_tokenizers`. (Byte-level BPE pipelines use
 //! [`crate::stages::pre_tokenizers`], whose pieces are bytes.)
 //!
@@ -10,6 +11,7 @@
 
 use crate::spec::Spec;
 use crate::stages::bert::{bert_pre_tokenize, whitespace_split};
+use crate::stages::char_splits::CharSplit;
 use crate::Error;
 
 /// Metaspace's `prepend_scheme`: whether a piece gets the replacement in front.
@@ -28,6 +30,8 @@ pub enum TextPreTokenizer {
         prepend: Prepend,
         split: bool,
     },
+    /// Whitespace, Punctuation, CharDelimiterSplit or UnicodeScripts.
+    Chars(CharSplit),
     Sequence(Vec<TextPreTokenizer>),
 }
 
@@ -73,11 +77,15 @@ impl TextPreTokenizer {
                 list.each_item(TextPreTokenizer::from_spec)
             })?),
             other => {
+                if let Some(split) = CharSplit::from_spec(&v)? {
+                    return Ok(TextPreTokenizer::Chars(split));
+                }
                 return Err(Error::Unsupported(format!(
                     "{}.type = {other:?}: the fast path runs BertPreTokenizer, WhitespaceSplit, \
-                     Metaspace and Sequence",
+                     Metaspace, Whitespace, Punctuation, CharDelimiterSplit, UnicodeScripts and \
+                     Sequence",
                     v.path()
-                )))
+                )));
             }
         })
     }
@@ -92,6 +100,11 @@ impl TextPreTokenizer {
                 prepend,
                 split,
             } => metaspace(text, *replacement, *prepend, *split, f),
+            TextPreTokenizer::Chars(split) => {
+                for (start, end) in split.spans(text) {
+                    f(&text[start..end]);
+                }
+            }
             TextPreTokenizer::Sequence(stages) => {
                 let mut pieces = vec![text.to_string()];
                 for stage in stages {
