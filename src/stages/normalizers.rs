@@ -354,4 +354,25 @@ mod tests {
         assert_eq!(strip(true, true, "\u{1c}a\u{200b}"), "\u{1c}a\u{200b}");
         assert_eq!(strip(true, true, " \t "), "");
     }
+
+    #[test]
+    fn decomposition_stages_and_prepend_from_json() {
+        let spec = serde_json::json!({"type": "Sequence", "normalizers": [
+            {"type": "NFKD"}, {"type": "StripAccents"}, {"type": "Prepend", "prepend": "▁"}]});
+        let n = Normalizer::from_json(&spec, "normalizer").unwrap();
+        let run = |text: &str| {
+            let (mut out, mut spare) = (String::new(), String::new());
+            n.run(text, &mut out, &mut spare);
+            out
+        };
+        assert_eq!(run("ﬁé ệ"), "▁fie e");
+        assert_eq!(run(""), "");
+        assert_eq!(run("\u{301}"), ""); // the mark goes first, so nothing is prepended
+        let nfd = Normalizer::from_json(&serde_json::json!({"type": "NFD"}), "n").unwrap();
+        let (mut out, mut spare) = (String::new(), String::new());
+        nfd.run("ﬁé", &mut out, &mut spare);
+        assert_eq!(out, "ﬁe\u{301}");
+        let err = Normalizer::from_json(&serde_json::json!({"type": "Prepend"}), "normalizer");
+        assert!(err.is_err_and(|e| e.to_string().contains("normalizer.prepend")));
+    }
 }

@@ -174,4 +174,27 @@ mod tests {
         assert_eq!(pieces("x y", Prepend::Never), ["x", "▁y"]);
         assert!(pieces("", Prepend::Always).is_empty());
     }
+
+    #[test]
+    fn char_splits_from_json_in_a_sequence() {
+        let spec = serde_json::json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Whitespace"}, {"type": "Punctuation", "behavior": "MergedWithNext"},
+            {"type": "UnicodeScripts"}, {"type": "CharDelimiterSplit", "delimiter": "x"}]});
+        let pre = TextPreTokenizer::from_json(&spec, "pre").unwrap();
+        let mut out = Vec::new();
+        pre.for_each_piece("a,b αxβ 日本 ab..", &mut |p| out.push(p.to_string()));
+        assert_eq!(out, ["a", ",", "b", "α", "β", "日本", "ab", ".", "."]);
+        let punct = serde_json::json!({"type": "Punctuation"}); // HF's default: Isolated
+        let mut out = Vec::new();
+        TextPreTokenizer::from_json(&punct, "pre")
+            .unwrap()
+            .for_each_piece("a,b", &mut |p| out.push(p.to_string()));
+        assert_eq!(out, ["a", ",", "b"]);
+        for bad in [
+            serde_json::json!({"type": "CharDelimiterSplit", "delimiter": ""}),
+            serde_json::json!({"type": "Punctuation", "behavior": "Sideways"}),
+        ] {
+            assert!(TextPreTokenizer::from_json(&bad, "pre").is_err(), "{bad}");
+        }
+    }
 }

@@ -157,7 +157,8 @@ PIPELINES = {
                                         _seq_p(WhitespaceSplit(), pre.Punctuation("Contiguous"))),
     "bytelevel-whitespace": (_gpt2_doc, None, {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"},
                                                                                     _BYTE_LEVEL]}),
-    "bytelevel-scripts-punct": (_gpt2_doc, None, {"type": "Sequence", "pretokenizers": [
+    "bytelevel-nfkd-prepend-scripts-punct": (_gpt2_doc, _seq_n(norm.NFKD(), norm.StripAccents(), norm.Prepend("▁")),
+                                             {"type": "Sequence", "pretokenizers": [
         {"type": "UnicodeScripts"}, {"type": "Punctuation", "behavior": "Contiguous"},
         {"type": "CharDelimiterSplit", "delimiter": "e"}, _BYTE_LEVEL]}),
 }
@@ -206,3 +207,11 @@ def test_pipeline_ids_equal_hf_on_the_shared_corpora(name, monkeypatch):
         assert calls["encode_batch"] >= 1, calls
     few = lines[::53]
     assert [reference.encode(t, allowed_special="all") for t in few] == expected[::53]
+
+
+@settings(max_examples=40)
+@given(text=texts, p=st.sampled_from([0.0, 0.3, 1.0]))
+def test_byte_level_dropout_over_a_normalizer_equals_reference(text, p):
+    # BPE-dropout goes through the same normalizer; pre-token k draws from the same stream.
+    _, tok, reference = pipeline("bytelevel-nfkd-prepend-scripts-punct")
+    assert tok.encode(text, dropout=p, seed=7) == reference.encode(text, dropout=p, seed=7)
