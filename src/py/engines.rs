@@ -69,6 +69,8 @@ pub(super) struct PyBpeEngine {
 engine_pymethods!(PyBpeEngine {
     #[new]
     #[pyo3(signature = (byte_ids, merges, whole_words, unk, added, pre_tokenizer_json, normalizer_json="null"))]
+    // The arguments are the Python constructor's, one per part of the engine.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         byte_ids: Vec<Option<u32>>,

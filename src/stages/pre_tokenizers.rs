@@ -361,7 +361,8 @@ pub struct ByteLevel {
     pub use_regex: bool,
 }
 
-/// A pre-tokenizer the fast path can run: any number of Digits/Split stages, then ByteLevel.
+/// A pre-tokenizer the fast path can run: any number of Digits, Split, Whitespace, Punctuation,
+/// CharDelimiterSplit and UnicodeScripts stages, then ByteLevel.
 #[derive(Debug)]
 pub struct ByteLevelPreTokenizer {
     stages: Vec<Stage>,
