@@ -1,9 +1,10 @@
 //! The byte-level BPE encoding pipeline ([`BpeEngine`]): added tokens, pre-tokenizer, model,
 //! with a word cache.
 //!
-//! This is the fast path behind `tinyllm.tok.BPETokenizer` for pipelines without a normalizer.
+//! This is the fast path behind `tinyllm.tok.BPETokenizer` for byte-level pipelines.
 //! Added tokens are split out first with a leftmost-longest automaton (Hugging Face's rule,
-//! [`crate::stages::added_tokens`]); the text between them is pre-tokenized
+//! [`crate::stages::added_tokens`]); the text between them is normalized when there is a
+//! normalizer ([`crate::stages::normalizers`]), then pre-tokenized
 //! ([`crate::stages::pre_tokenizers`]); each piece is encoded by the BPE model
 //! ([`crate::models::bpe`]), through a word cache keyed by the exact piece bytes
 //! ([`crate::engines::word_cache`]).
@@ -15,6 +16,7 @@ use crate::engines::Encoder;
 use crate::models::bpe::BpeModel;
 use crate::models::random::SplitMix64;
 use crate::stages::added_tokens::{split_added, AddedMatcher, AddedTokens};
+use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
 use crate::Error;
 
@@ -23,6 +25,11 @@ pub struct BpeEngine {
     model: BpeModel,
     pre: ByteLevelPreTokenizer,
     added: AddedTokens,
+    normalizer: Option<Normalizer>,
+}
+
+thread_local! {
+    static BUFFERS: std::cell::RefCell<(String, String)> = const { std::cell::RefCell::new((String::new(), String::new())) };
 }
 
 impl BpeEngine {
@@ -32,7 +39,32 @@ impl BpeEngine {
             model,
             pre,
             added: AddedTokens::new(added),
+            normalizer: None,
         }
+    }
+
+    /// The same engine, normalizing each stretch of text between added tokens first.
+    pub fn with_normalizer(mut self, normalizer: Option<Normalizer>) -> Self {
+        self.normalizer = normalizer;
+        self
+    }
+
+    /// Call `f` with `gap` as the normalizer leaves it.
+    fn normalized<T>(&self, gap: &str, f: impl FnOnce(&str) -> T) -> T {
+        let Some(normalizer) = &self.normalizer else {
+            return f(gap);
+        };
+        BUFFERS.with(|cell| {
+            // Taken out of the cell, so a nested call (none today) could not find it borrowed.
+            let (mut out, mut spare) = cell.take();
+            normalizer.run(gap, &mut out, &mut spare);
+            let result = f(&out);
+            // One huge text should not pin its size in every worker's buffers for good.
+            if out.capacity() <= 1 << 22 && spare.capacity() <= 1 << 22 {
+                cell.replace((out, spare));
+            }
+            result
+        })
     }
 
     fn encode_text(&self, text: &str, out: &mut Vec<u32>) -> Result<(), Error> {
@@ -40,8 +72,10 @@ impl BpeEngine {
             return Ok(());
         }
         let mut cache = self.cache.for_current_thread();
-        self.pre.for_each_piece(text, &mut |piece| {
-            cache.encode(piece, out, |out| self.model.encode_word(piece, out))
+        self.normalized(text, |text| {
+            self.pre.for_each_piece(text, &mut |piece| {
+                cache.encode(piece, out, |out| self.model.encode_word(piece, out))
+            })
         })
     }
 
@@ -60,11 +94,13 @@ impl BpeEngine {
             if gap.is_empty() {
                 return Ok(());
             }
-            self.pre.for_each_piece(gap, &mut |piece| {
-                let mut rng = SplitMix64::for_stream(key, k);
-                k += 1;
-                self.model
-                    .encode_word_dropout(piece, p, &mut rng, &mut out.borrow_mut());
+            self.normalized(gap, |gap| {
+                self.pre.for_each_piece(gap, &mut |piece| {
+                    let mut rng = SplitMix64::for_stream(key, k);
+                    k += 1;
+                    self.model
+                        .encode_word_dropout(piece, p, &mut rng, &mut out.borrow_mut());
+                })
             })
         };
         split_added(matcher, text, &mut gap, &mut |id| out.borrow_mut().push(id))?;

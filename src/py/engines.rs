@@ -19,6 +19,7 @@ use crate::models::spm_unigram::SpmUnigramModel;
 use crate::py::id_lists::IdLists;
 use crate::py::parse_json;
 use crate::py::stages::text_stages;
+use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
 
 /// The `#[pymethods]` block of an engine class (a struct with `inner: impl Encoder` and
@@ -71,7 +72,9 @@ pub(super) struct PyBpeEngine {
 
 engine_pymethods!(PyBpeEngine {
     #[new]
-    #[pyo3(signature = (byte_ids, merges, whole_words, unk, added, pre_tokenizer_json))]
+    #[pyo3(signature = (byte_ids, merges, whole_words, unk, added, pre_tokenizer_json, normalizer_json="null"))]
+    // The arguments are the Python constructor's, one per part of the engine.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         byte_ids: Vec<Option<u32>>,
@@ -80,7 +83,12 @@ engine_pymethods!(PyBpeEngine {
         unk: Option<u32>,
         added: Vec<(String, u32)>,
         pre_tokenizer_json: &str,
+        normalizer_json: &str,
     ) -> PyResult<Self> {
+        let normalizer = match parse_json(normalizer_json, "normalizer_json")? {
+            serde_json::Value::Null => None,
+            doc => Some(Normalizer::from_json(&doc, "normalizer_json")?),
+        };
         let pre = ByteLevelPreTokenizer::from_json(
             &parse_json(pre_tokenizer_json, "pre_tokenizer_json")?,
             "pre_tokenizer_json",
@@ -97,7 +105,7 @@ engine_pymethods!(PyBpeEngine {
             .unwrap_or(0);
         let model = BpeModel::new(&byte_ids, &merges, whole_words, unk)?;
         Ok(PyBpeEngine {
-            inner: BpeEngine::new(model, pre, added),
+            inner: BpeEngine::new(model, pre, added).with_normalizer(normalizer),
             lists: IdLists::new(py, max_id)?,
         })
     }

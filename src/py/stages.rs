@@ -26,6 +26,30 @@ pub(super) fn pre_tokenize<'py>(
     Ok(pieces)
 }
 
+/// The text a text pipeline's normalizer (its tokenizer.json object) makes of `text` (for
+/// testing the fast path against the reference).
+#[pyfunction]
+pub(super) fn normalize(normalizer_json: &str, text: &Bound<'_, PyString>) -> PyResult<String> {
+    let spec = parse_json(normalizer_json, "normalizer_json")?;
+    let normalizer = Normalizer::from_json(&spec, "normalizer_json")?;
+    let (mut out, mut spare) = (String::new(), String::new());
+    normalizer.run(&text_as_utf8(text)?, &mut out, &mut spare);
+    Ok(out)
+}
+
+/// The pieces a text pipeline's pre-tokenizer (its tokenizer.json object) cuts `text` into.
+#[pyfunction]
+pub(super) fn text_pre_tokenize(
+    pre_tokenizer_json: &str,
+    text: &Bound<'_, PyString>,
+) -> PyResult<Vec<String>> {
+    let spec = parse_json(pre_tokenizer_json, "pre_tokenizer_json")?;
+    let pre = TextPreTokenizer::from_json(&spec, "pre_tokenizer_json")?;
+    let mut pieces = Vec::new();
+    pre.for_each_piece(&text_as_utf8(text)?, &mut |p| pieces.push(p.to_string()));
+    Ok(pieces)
+}
+
 /// Hugging Face's BertNormalizer (for testing the fast path against the reference).
 #[pyfunction]
 #[pyo3(signature = (text, clean_text=true, handle_chinese_chars=true, strip_accents=None, lowercase=true))]

@@ -21,16 +21,27 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use crate::stages::bert_tables as tables;
+use crate::stages::unicode_tables;
 
 const REMOVE: u16 = 1 << 0;
 const TO_SPACE: u16 = 1 << 1;
 const CJK: u16 = 1 << 2;
-const DECOMPOSES: u16 = 1 << 3;
-const NONSTARTER: u16 = 1 << 4;
+pub(crate) const DECOMPOSES: u16 = 1 << 3;
+pub(crate) const NONSTARTER: u16 = 1 << 4;
 const STRIP: u16 = 1 << 5;
 const LOWER: u16 = 1 << 6;
 const WHITESPACE: u16 = 1 << 7;
-const PUNCTUATION: u16 = 1 << 8;
+pub(crate) const PUNCTUATION: u16 = 1 << 8;
+// Flags of the other Unicode stages ([`crate::stages::decompose`], [`crate::stages::char_splits`]),
+// kept in the same table so that every stage pays one lookup per character.
+/// Has a compatibility decomposition (HF's NFKD differs from its NFD).
+pub(crate) const COMPAT: u16 = 1 << 9;
+/// A combining mark that StripAccents deletes.
+pub(crate) const MARK: u16 = 1 << 10;
+/// Whitespace's `\w`.
+pub(crate) const WORD: u16 = 1 << 11;
+/// Whitespace's `\s`.
+pub(crate) const RE_SPACE: u16 = 1 << 12;
 
 const BLOCK_BITS: u32 = 7;
 const BLOCK_MASK: u32 = (1 << BLOCK_BITS) - 1;
@@ -72,6 +83,12 @@ fn build_flags() -> Flags {
     for &(cp, _) in tables::DECOMPOSITION {
         mark(&mut all, &[(cp, cp)], DECOMPOSES);
     }
+    for &(cp, _) in unicode_tables::COMPAT_DECOMPOSITION {
+        mark(&mut all, &[(cp, cp)], COMPAT);
+    }
+    mark(&mut all, unicode_tables::COMBINING_MARKS, MARK);
+    mark(&mut all, unicode_tables::WORD, WORD);
+    mark(&mut all, unicode_tables::SPACE, RE_SPACE);
     for &(cp, _) in tables::LOWERCASE {
         mark(&mut all, &[(cp, cp)], LOWER);
     }
@@ -122,6 +139,12 @@ fn flags_table() -> &'static Flags {
     FLAGS.get_or_init(build_flags)
 }
 
+/// All the flags of `c` (one table lookup).
+#[inline]
+pub(crate) fn char_flags(c: char) -> u16 {
+    flags_of(flags_table(), c)
+}
+
 #[inline]
 fn flags_of(table: &Flags, c: char) -> u16 {
     let cp = c as u32;
@@ -130,7 +153,7 @@ fn flags_of(table: &Flags, c: char) -> u16 {
     table.blocks[(block << BLOCK_BITS) | (cp & BLOCK_MASK) as usize]
 }
 
-fn decomposition(cp: u32) -> Option<&'static str> {
+pub(crate) fn decomposition(cp: u32) -> Option<&'static str> {
     let i = tables::DECOMPOSITION
         .binary_search_by_key(&cp, |&(k, _)| k)
         .ok()?;
@@ -144,7 +167,7 @@ fn lowercase(cp: u32) -> Option<&'static str> {
     Some(tables::LOWERCASE[i].1)
 }
 
-fn combining_class(cp: u32) -> u8 {
+pub(crate) fn combining_class(cp: u32) -> u8 {
     let i = tables::COMBINING_CLASS.partition_point(|&(lo, _, _)| lo <= cp);
     match i.checked_sub(1).map(|j| tables::COMBINING_CLASS[j]) {
         Some((_, hi, class)) if cp <= hi => class,
@@ -153,7 +176,7 @@ fn combining_class(cp: u32) -> u8 {
 }
 
 /// The Hangul syllable's jamo (Unicode 3.12), computed rather than listed; `None` past the block.
-fn hangul_jamo(cp: u32) -> Option<[Option<char>; 3]> {
+pub(crate) fn hangul_jamo(cp: u32) -> Option<[Option<char>; 3]> {
     if !(HANGUL_FIRST..=HANGUL_LAST).contains(&cp) {
         return None;
     }

@@ -3,7 +3,8 @@
 //! The pure-Python reference is `tinyllm.tok.stages.normalizers`.
 //!
 //! A [`Normalizer`] is one of `BertNormalizer` ([`crate::stages::bert`]), `Precompiled`
-//! ([`crate::stages::precompiled`]), `Replace`, `Strip`, or a `Sequence` of them run in order;
+//! ([`crate::stages::precompiled`]), `NFD`, `NFKD`, `StripAccents` ([`crate::stages::decompose`]),
+//! `Prepend`, `Replace`, `Strip`, or a `Sequence` of them run in order;
 //! any other type is [`Error::Unsupported`] and the Python reference runs the pipeline.
 //!
 //! `Replace` finds matches left to right without overlap, the way the `onig` crate's `find_iter`
@@ -17,6 +18,7 @@
 
 use crate::spec::Spec;
 use crate::stages::bert::BertNormalizer;
+use crate::stages::decompose::{decompose, strip_marks};
 use crate::stages::precompiled::Precompiled;
 use crate::stages::spm_normalizer::SpmNormalizer;
 use crate::text::base64::decode_base64;
@@ -29,6 +31,11 @@ pub enum Normalizer {
     Precompiled(Box<Precompiled>),
     Replace(Replace),
     Strip(Strip),
+    Nfd,
+    Nfkd,
+    StripAccents,
+    /// Put this in front of a non-empty text.
+    Prepend(String),
     Sequence(Vec<Normalizer>),
     // SentencePiece `.model` normalization (tinyllm's own JSON type "SentencePieceNormalizer").
     SentencePiece(Box<SpmNormalizer>),
@@ -71,6 +78,10 @@ impl Normalizer {
                 v.bool_or("strip_left", true)?,
                 v.bool_or("strip_right", true)?,
             )),
+            "NFD" => Normalizer::Nfd,
+            "NFKD" => Normalizer::Nfkd,
+            "StripAccents" => Normalizer::StripAccents,
+            "Prepend" => Normalizer::Prepend(v.str("prepend")?.to_owned()),
             "Sequence" => Normalizer::Sequence(
                 v.with_field("normalizers", |list| list.each_item(Normalizer::from_spec))?,
             ),
@@ -79,8 +90,9 @@ impl Normalizer {
             }
             other => {
                 return Err(Error::Unsupported(format!(
-                    "{}.type = {other:?}: the fast path runs BertNormalizer, Precompiled, Replace, \
-                     Strip and Sequence",
+                    "{}.type = {other:?}: the fast path runs BertNormalizer, Precompiled, NFD, \
+                     NFKD, StripAccents, Prepend, Replace, Strip, SentencePieceNormalizer and \
+                     Sequence",
                     v.path()
                 )))
             }
@@ -96,6 +108,15 @@ impl Normalizer {
             Normalizer::Replace(n) => n.normalize(text, out),
             Normalizer::Strip(n) => n.normalize(text, out),
             Normalizer::SentencePiece(n) => n.normalize(text, out),
+            Normalizer::Nfd => decompose(text, false, out),
+            Normalizer::Nfkd => decompose(text, true, out),
+            Normalizer::StripAccents => strip_marks(text, out),
+            // HF's rule: an empty text stays empty.
+            Normalizer::Prepend(prefix) if !text.is_empty() => {
+                out.push_str(prefix);
+                out.push_str(text);
+            }
+            Normalizer::Prepend(_) => {}
             Normalizer::Sequence(stages) => {
                 out.push_str(text);
                 for stage in stages {
@@ -332,5 +353,26 @@ mod tests {
         assert_eq!(strip(false, true, " a "), " a");
         assert_eq!(strip(true, true, "\u{1c}a\u{200b}"), "\u{1c}a\u{200b}");
         assert_eq!(strip(true, true, " \t "), "");
+    }
+
+    #[test]
+    fn decomposition_stages_and_prepend_from_json() {
+        let spec = serde_json::json!({"type": "Sequence", "normalizers": [
+            {"type": "NFKD"}, {"type": "StripAccents"}, {"type": "Prepend", "prepend": "▁"}]});
+        let n = Normalizer::from_json(&spec, "normalizer").unwrap();
+        let run = |text: &str| {
+            let (mut out, mut spare) = (String::new(), String::new());
+            n.run(text, &mut out, &mut spare);
+            out
+        };
+        assert_eq!(run("ﬁé ệ"), "▁fie e");
+        assert_eq!(run(""), "");
+        assert_eq!(run("\u{301}"), ""); // the mark goes first, so nothing is prepended
+        let nfd = Normalizer::from_json(&serde_json::json!({"type": "NFD"}), "n").unwrap();
+        let (mut out, mut spare) = (String::new(), String::new());
+        nfd.run("ﬁé", &mut out, &mut spare);
+        assert_eq!(out, "ﬁe\u{301}");
+        let err = Normalizer::from_json(&serde_json::json!({"type": "Prepend"}), "normalizer");
+        assert!(err.is_err_and(|e| e.to_string().contains("normalizer.prepend")));
     }
 }

@@ -13,6 +13,7 @@ use fancy_regex::Regex;
 use serde_json::Value;
 
 use crate::spec::Spec;
+use crate::stages::char_splits::{behavior_field, CharSplit};
 use crate::text::unicode_class::{class_of, LETTER, NUMBER, SPACE};
 use crate::Error;
 
@@ -111,7 +112,7 @@ pub enum Behavior {
 }
 
 impl Behavior {
-    fn parse(name: &str) -> Result<Self, Error> {
+    pub(crate) fn parse(name: &str) -> Result<Self, Error> {
         Ok(match name {
             "Removed" => Behavior::Removed,
             "Isolated" => Behavior::Isolated,
@@ -165,7 +166,10 @@ pub fn split_runs(runs: &[(usize, usize, bool)], behavior: Behavior) -> Vec<(usi
 }
 
 /// (start, end, is_match) runs covering `len` bytes, from sorted non-overlapping matches.
-fn cover(len: usize, matches: impl Iterator<Item = (usize, usize)>) -> Vec<(usize, usize, bool)> {
+pub(crate) fn cover(
+    len: usize,
+    matches: impl Iterator<Item = (usize, usize)>,
+) -> Vec<(usize, usize, bool)> {
     let mut runs = Vec::new();
     let mut last = 0;
     for (s, e) in matches {
@@ -347,6 +351,8 @@ pub enum Stage {
         behavior: Behavior,
         invert: bool,
     },
+    /// Whitespace, Punctuation, CharDelimiterSplit or UnicodeScripts.
+    Chars(CharSplit),
 }
 
 impl Stage {
@@ -376,6 +382,7 @@ impl Stage {
                     .collect();
                 Ok(split_runs(&runs, *behavior))
             }
+            Stage::Chars(split) => Ok(split.spans(s)),
         }
     }
 }
@@ -387,7 +394,8 @@ pub struct ByteLevel {
     pub use_regex: bool,
 }
 
-/// A pre-tokenizer the fast path can run: any number of Digits/Split stages, then ByteLevel.
+/// A pre-tokenizer the fast path can run: any number of Digits, Split, Whitespace, Punctuation,
+/// CharDelimiterSplit and UnicodeScripts stages, then ByteLevel.
 #[derive(Debug)]
 pub struct ByteLevelPreTokenizer {
     stages: Vec<Stage>,
@@ -419,14 +427,7 @@ fn parse_stage(item: Spec<'_, '_>) -> Result<Parsed, Error> {
                     Err(p.error("an object with a \"Regex\" or a \"String\""))
                 }
             })?;
-            let behavior = item.with_field("behavior", |b| {
-                Behavior::parse(b.as_str()?).map_err(|_| {
-                    b.error(
-                        "one of \"Removed\", \"Isolated\", \"MergedWithPrevious\", \
-                         \"MergedWithNext\", \"Contiguous\"",
-                    )
-                })
-            })?;
+            let behavior = behavior_field(&item, "behavior")?;
             Parsed::Stage(Stage::Split {
                 pattern,
                 behavior,
@@ -434,11 +435,14 @@ fn parse_stage(item: Spec<'_, '_>) -> Result<Parsed, Error> {
             })
         }
         other => {
+            if let Some(split) = CharSplit::from_spec(&item)? {
+                return Ok(Parsed::Stage(Stage::Chars(split)));
+            }
             return Err(Error::Unsupported(format!(
-                "{}.type = {other:?}: the fast path runs Split and Digits stages followed by one \
-                 ByteLevel",
+                "{}.type = {other:?}: the fast path runs Split, Digits, Whitespace, Punctuation, \
+                 CharDelimiterSplit and UnicodeScripts stages followed by one ByteLevel",
                 item.path()
-            )))
+            )));
         }
     })
 }

@@ -1,6 +1,7 @@
 //! Pre-tokenizers whose pieces stay text, for WordPiece and Unigram pipelines: `BertPreTokenizer`,
-//! `WhitespaceSplit` (both in [`crate::stages::bert`]), `Metaspace`, and a `Sequence` of them, where
-//! each stage re-splits every piece of the stage before it. The pure-Python reference is
+//! `WhitespaceSplit` (both in [`crate::stages::bert`]), `Metaspace`, `Whitespace`, `Punctuation`,
+//! `CharDelimiterSplit`, `UnicodeScripts` (those four in [`crate::stages::char_splits`]), and a
+//! `Sequence` of them, where each stage re-splits every piece of the stage before it. The pure-Python reference is
 //! `tinyllm.tok.stages.pre_tokenizers`. (Byte-level BPE pipelines use
 //! [`crate::stages::pre_tokenizers`], whose pieces are bytes.)
 //!
@@ -10,6 +11,7 @@
 
 use crate::spec::Spec;
 use crate::stages::bert::{bert_pre_tokenize, whitespace_split};
+use crate::stages::char_splits::CharSplit;
 use crate::Error;
 
 /// Metaspace's `prepend_scheme`: whether a piece gets the replacement in front.
@@ -28,6 +30,8 @@ pub enum TextPreTokenizer {
         prepend: Prepend,
         split: bool,
     },
+    /// Whitespace, Punctuation, CharDelimiterSplit or UnicodeScripts.
+    Chars(CharSplit),
     Sequence(Vec<TextPreTokenizer>),
 }
 
@@ -73,11 +77,15 @@ impl TextPreTokenizer {
                 list.each_item(TextPreTokenizer::from_spec)
             })?),
             other => {
+                if let Some(split) = CharSplit::from_spec(&v)? {
+                    return Ok(TextPreTokenizer::Chars(split));
+                }
                 return Err(Error::Unsupported(format!(
                     "{}.type = {other:?}: the fast path runs BertPreTokenizer, WhitespaceSplit, \
-                     Metaspace and Sequence",
+                     Metaspace, Whitespace, Punctuation, CharDelimiterSplit, UnicodeScripts and \
+                     Sequence",
                     v.path()
-                )))
+                )));
             }
         })
     }
@@ -92,6 +100,11 @@ impl TextPreTokenizer {
                 prepend,
                 split,
             } => metaspace(text, *replacement, *prepend, *split, f),
+            TextPreTokenizer::Chars(split) => {
+                for (start, end) in split.spans(text) {
+                    f(&text[start..end]);
+                }
+            }
             TextPreTokenizer::Sequence(stages) => {
                 let mut pieces = vec![text.to_string()];
                 for stage in stages {
@@ -160,5 +173,28 @@ mod tests {
         assert_eq!(pieces(" x", Prepend::Always), ["▁x"]);
         assert_eq!(pieces("x y", Prepend::Never), ["x", "▁y"]);
         assert!(pieces("", Prepend::Always).is_empty());
+    }
+
+    #[test]
+    fn char_splits_from_json_in_a_sequence() {
+        let spec = serde_json::json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Whitespace"}, {"type": "Punctuation", "behavior": "MergedWithNext"},
+            {"type": "UnicodeScripts"}, {"type": "CharDelimiterSplit", "delimiter": "x"}]});
+        let pre = TextPreTokenizer::from_json(&spec, "pre").unwrap();
+        let mut out = Vec::new();
+        pre.for_each_piece("a,b αxβ 日本 ab..", &mut |p| out.push(p.to_string()));
+        assert_eq!(out, ["a", ",", "b", "α", "β", "日本", "ab", ".", "."]);
+        let punct = serde_json::json!({"type": "Punctuation"}); // HF's default: Isolated
+        let mut out = Vec::new();
+        TextPreTokenizer::from_json(&punct, "pre")
+            .unwrap()
+            .for_each_piece("a,b", &mut |p| out.push(p.to_string()));
+        assert_eq!(out, ["a", ",", "b"]);
+        for bad in [
+            serde_json::json!({"type": "CharDelimiterSplit", "delimiter": ""}),
+            serde_json::json!({"type": "Punctuation", "behavior": "Sideways"}),
+        ] {
+            assert!(TextPreTokenizer::from_json(&bad, "pre").is_err(), "{bad}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 """Attach the Rust engines of `tinyllm._core` to pipeline tokenizers.
 
-`build_bpe_engine` runs byte-level BPE pipelines (no normalizer, a pre-tokenizer ending in
-ByteLevel, no byte fallback, fused unknowns, prefix or suffix); `build_text_engine` runs
+`build_bpe_engine` runs byte-level BPE pipelines (a normalizer of ENGINE_NORMALIZERS or none, a
+pre-tokenizer ending in ByteLevel, no byte fallback, fused unknowns, prefix or suffix); `build_text_engine` runs
 WordPiece, Unigram, WordLevel and character-level BPE pipelines (BPE whose pre-tokenizer is not
 ByteLevel: Metaspace or none, Llama-2 style): added-token splitting, the normalizer, the
 pre-tokenizer and the model, with the GIL released. Each returns None for a
@@ -18,8 +18,10 @@ from tinyllm import _native
 from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, token_bytes
 
-ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "Sequence", "SentencePieceNormalizer")
-ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Sequence")
+ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "NFD", "NFKD", "StripAccents", "Prepend",
+                      "Sequence", "SentencePieceNormalizer")
+ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Whitespace", "Punctuation",
+                         "CharDelimiterSplit", "UnicodeScripts", "Sequence")
 
 
 def _stages_supported(doc, allowed: tuple) -> bool:
@@ -34,8 +36,13 @@ def _stages_supported(doc, allowed: tuple) -> bool:
 def build_bpe_engine(tok):
     """The Rust engine of a byte-level BPE tokenizer, or None."""
     model = tok.model
-    if _native.core is None or tok.normalizer is not None or not tok.byte_level or not model.plain:
+    if _native.core is None or not tok.byte_level or not model.plain:
         return None
+    normalizer = tok.normalizer.to_json() if tok.normalizer is not None else None
+    if not _stages_supported(normalizer, ENGINE_NORMALIZERS):
+        return None
+    if normalizer is not None and any(t.normalized for t in tok.added_tokens):
+        return None  # normalized added tokens are matched after normalization: reference only
     alphabet = byte_alphabet()
     byte_ids = [model.vocab.get(alphabet[b]) for b in range(256)]
     merges = [(left, right, rank, merged) for (left, right), (rank, merged) in model.ranks.items()]
@@ -49,7 +56,8 @@ def build_bpe_engine(tok):
                 continue  # a token outside the byte alphabet can never equal a byte-level piece
     added = [(t.content, t.id) for t in tok.added_tokens]
     try:
-        return _native.core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, json.dumps(tok.pre_tokenizer.to_json()))
+        return _native.core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, json.dumps(tok.pre_tokenizer.to_json()),
+                                      json.dumps(normalizer))
     except ValueError:
         return None  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it
 
