@@ -83,7 +83,10 @@ fn add_pair<'t>(
         size: r.end - l.start,
     });
     if has_unused && p.types[id as usize] == UNUSED {
-        rev_merge.insert(&text[l.start..r.end], (&text[l.start..l.end], &text[r.start..r.end]));
+        rev_merge.insert(
+            &text[l.start..r.end],
+            (&text[l.start..l.end], &text[r.start..r.end]),
+        );
     }
 }
 
@@ -145,11 +148,23 @@ impl SpmBpeModel {
         let mut rev_merge: FxHashMap<&str, (&str, &str)> = FxHashMap::default();
         let has_unused = self.has_unused;
         for k in 1..symbols.len() {
-            add_pair(text, p, has_unused, k as isize - 1, k as isize, &symbols, &mut agenda, &mut rev_merge);
+            add_pair(
+                text,
+                p,
+                has_unused,
+                k as isize - 1,
+                k as isize,
+                &symbols,
+                &mut agenda,
+                &mut rev_merge,
+            );
         }
         while let Some(top) = agenda.pop() {
             let (l, r) = (&symbols[top.left], &symbols[top.right]);
-            if l.start == l.end || r.start == r.end || (l.end - l.start) + (r.end - r.start) != top.size {
+            if l.start == l.end
+                || r.start == r.end
+                || (l.end - l.start) + (r.end - r.start) != top.size
+            {
                 continue; // stale: one side merged since this pair was queued
             }
             let right_next = r.next;
@@ -161,8 +176,26 @@ impl SpmBpeModel {
             let right = &mut symbols[top.right];
             right.end = right.start; // emptied
             let prev = symbols[top.left].prev;
-            add_pair(text, p, has_unused, prev, top.left as isize, &symbols, &mut agenda, &mut rev_merge);
-            add_pair(text, p, has_unused, top.left as isize, right_next, &symbols, &mut agenda, &mut rev_merge);
+            add_pair(
+                text,
+                p,
+                has_unused,
+                prev,
+                top.left as isize,
+                &symbols,
+                &mut agenda,
+                &mut rev_merge,
+            );
+            add_pair(
+                text,
+                p,
+                has_unused,
+                top.left as isize,
+                right_next,
+                &symbols,
+                &mut agenda,
+                &mut rev_merge,
+            );
         }
         let mut finisher = Finisher::new(p);
         let mut k: isize = 0;
