@@ -118,10 +118,9 @@ class SpmPieces:
         reserved_ids = list(compress(range(n), map(_RESERVED_TYPES.__contains__, types)))
         reserved = {texts[i]: i for i in reserved_ids}
         normal = dict(zip(texts, range(n)))
-        for i in reserved_ids:
-            if normal.get(texts[i]) == i:
+        if len(normal) == n:  # distinct texts: drop the reserved ones and keep the order
+            for i in reserved_ids:
                 del normal[texts[i]]
-        if len(normal) == n - len(reserved_ids) and len(reserved) == len(reserved_ids):
             return normal, reserved
         # duplicates, a text both reserved and not, or types that are no piece types
         normal = {p: i for i, (p, t) in enumerate(zip(texts, types)) if t in _VOCAB_TYPES}
