@@ -39,6 +39,7 @@ CONFIGS: dict[str, dict] = {
                           user_defined_symbols=["<sep>", "@@", "ab"], control_symbols=["<ctl>"]),
     "unigram_cf": dict(model_type="unigram", vocab_size=3000, normalization_rule_name="nmt_nfkc_cf", split_digits=True,
                        split_by_whitespace=False),
+    "unigram_nfkc_cf": dict(model_type="unigram", vocab_size=3000, normalization_rule_name="nfkc_cf"),
     "unigram_identity": dict(model_type="unigram", vocab_size=3000, normalization_rule_name="identity",
                              remove_extra_whitespaces=False, add_dummy_prefix=False, pad_id=3),
     "unigram_suffix": dict(model_type="unigram", vocab_size=3000, normalization_rule_name="nfkc",

@@ -12,6 +12,7 @@ import tiktoken_ext.openai_public
 import tokenizers
 
 from tests.peers import PRESETS, shared_corpus_lines
+from tinyllm import _native
 from tinyllm.cli import main
 from tinyllm.tok import load
 from tinyllm.tok.convert import convert
@@ -109,8 +110,11 @@ def test_llama_style_conversion_gives_sentencepieces_ids_and_text_through_huggin
     texts = hf.decode_batch(expected[::4], skip_special_tokens=False)
     text_mismatches = [k for k, t in zip(range(0, len(lines), 4), texts) if t != sp.decode(expected[k])]
     assert not text_mismatches, f"{len(text_mismatches)} decodes differ, first {text_mismatches[:3]}"
-    # tinyllm reads its own output back to the same ids.
-    assert [written.encode(t) for t in lines[:2000]] == expected[:2000]
+    # tinyllm reads the Llama-2-style tokenizer.json to Hugging Face's ids and text, on the Rust path.
+    assert written.uses_fast_path or _native.core is None
+    step = 1 if _native.core is not None else 100  # the readable reference on a sample
+    assert written.encode_batch(lines[::step]) == got[::step]
+    assert [written.decode(ids) for ids in expected[::4 * step]] == texts[::step]
 
 
 @pytest.mark.parametrize("name", ["bpe", "unigram", "unigram_cf", "unigram_identity", "bpe_nfkc_cf"])
