@@ -8,4 +8,7 @@ contracts around them, and the tools to identify and check the artifacts.
 [104, 195, 169]
 """
 
+from tinyllm._native import SlowPathWarning
+
+__all__ = ["SlowPathWarning", "__version__"]
 __version__ = "0.1.0"

@@ -4,6 +4,9 @@
 Every module with a fast path reads `_native.core` when it runs and falls back to its readable
 reference when it is None, so tests can compare the two. A missing extension without
 `TINYLLM_PURE_PYTHON=1` is never silent: importing tinyllm warns once, naming the extension.
+
+`SlowPathWarning` is what a tokenizer says when the core is there but cannot run one of its
+components (`slow_path` warns it, naming the component and the reason).
 """
 
 from __future__ import annotations
@@ -22,3 +25,15 @@ if not PURE_PYTHON:
                       "its pure-Python reference, much slower. Build it with `pip install .`", RuntimeWarning,
                       stacklevel=2)
         core = None
+
+
+class SlowPathWarning(UserWarning):
+    """A tokenizer runs on the pure-Python reference although the Rust core is available, because
+    one of its components has no fast path (the message names it and says why)."""
+
+
+def slow_path(owner: str, component: str, reason: str) -> None:
+    """Warn that `owner` (a tokenizer) encodes on the reference because of `component`. Python's
+    default filter shows each distinct message once per place, so a file loaded again is quiet."""
+    warnings.warn(f"{owner}: {component}: {reason}; encoding runs on the pure-Python reference (slow)",
+                  SlowPathWarning, stacklevel=4)

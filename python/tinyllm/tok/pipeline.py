@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from tinyllm import _native
 from tinyllm._io import atomic_write_json
 from tinyllm.tok.encoded import COORDINATES, EncodedSequence, check_structured_options, truncate
 from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
@@ -212,6 +213,7 @@ class PipelineTokenizer(TokenizerBase):
         except ValueError as e:
             if not _is_regex_failure(e):
                 raise
+            _native.slow_path(type(self).__name__, "pre_tokenizer", f"the Rust regex engine gave up on one text ({e})")
             return [t.id for t in self._encode_reference(clean_text(text), policy)]
 
     def encode_batch(self, texts, add_special: bool = False, *, allowed_special: SpecialSet = (),

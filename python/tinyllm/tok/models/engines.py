@@ -6,7 +6,8 @@ WordPiece, Unigram, WordLevel and character-level BPE pipelines (BPE whose pre-t
 ByteLevel: Metaspace or none, Llama-2 style): added-token splitting, the normalizer, the
 pre-tokenizer and the model, with the GIL released. Each returns None for a
 pipeline outside what its engine implements, or without the compiled core; the tokenizer then
-encodes with the readable reference and says so through `uses_fast_path`.
+encodes with the readable reference and says so through `uses_fast_path`. Never silently: when
+the core is there, the fallback warns `tinyllm.SlowPathWarning`, naming the component and why.
 """
 
 from __future__ import annotations
@@ -24,25 +25,50 @@ ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Wh
                          "CharDelimiterSplit", "UnicodeScripts", "Sequence")
 
 
-def _stages_supported(doc, allowed: tuple) -> bool:
+def _unsupported_stage(doc, allowed: tuple, path: str) -> Optional[str]:
+    """The JSON path of the first stage of `doc` outside `allowed` (e.g. `normalizer.normalizers[0]`
+    "NFC"), or None."""
     if doc is None:
-        return True
+        return None
     if doc["type"] not in allowed:
-        return False
-    inner = doc.get("normalizers", doc.get("pretokenizers"))
-    return inner is None or all(_stages_supported(d, allowed) for d in inner)
+        return f"{path} {doc['type']}"
+    key = "normalizers" if "normalizers" in doc else "pretokenizers"
+    for k, inner in enumerate(doc.get(key) or ()):
+        found = _unsupported_stage(inner, allowed, f"{path}.{key}[{k}]")
+        if found:
+            return found
+    return None
+
+
+def _reference(tok, component: str, reason: str) -> None:
+    """No engine for `tok`: warn (SlowPathWarning) and return None."""
+    _native.slow_path(type(tok).__name__, component, reason)
+    return None
+
+
+def _stage_problem(tok, normalizer, pre_tokenizer, pre_tokenizers: tuple) -> Optional[tuple[str, str]]:
+    """(component, reason) that keeps the engine from running these stages, or None."""
+    for found in (_unsupported_stage(normalizer, ENGINE_NORMALIZERS, "normalizer"),
+                  _unsupported_stage(pre_tokenizer, pre_tokenizers, "pre_tokenizer")):
+        if found:
+            return found, "not implemented in the Rust engine yet"
+    if normalizer is not None and any(t.normalized for t in tok.added_tokens):
+        # Normalized added tokens are matched after normalization: reference only.
+        return "added_tokens", "a token with normalized: true under a normalizer"
+    return None
 
 
 def build_bpe_engine(tok):
     """The Rust engine of a byte-level BPE tokenizer, or None."""
     model = tok.model
-    if _native.core is None or not tok.byte_level or not model.plain:
+    if _native.core is None:
         return None
+    if not model.plain:
+        return _reference(tok, "model", "byte_fallback, fuse_unk or a subword prefix/suffix on a byte-level BPE")
     normalizer = tok.normalizer.to_json() if tok.normalizer is not None else None
-    if not _stages_supported(normalizer, ENGINE_NORMALIZERS):
-        return None
-    if normalizer is not None and any(t.normalized for t in tok.added_tokens):
-        return None  # normalized added tokens are matched after normalization: reference only
+    problem = _stage_problem(tok, normalizer, None, ())
+    if problem:
+        return _reference(tok, *problem)
     alphabet = byte_alphabet()
     byte_ids = [model.vocab.get(alphabet[b]) for b in range(256)]
     merges = [(left, right, rank, merged) for (left, right), (rank, merged) in model.ranks.items()]
@@ -58,8 +84,8 @@ def build_bpe_engine(tok):
     try:
         return _native.core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, json.dumps(tok.pre_tokenizer.to_json()),
                                       json.dumps(normalizer))
-    except ValueError:
-        return None  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it
+    except ValueError as e:  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it
+        return _reference(tok, "pre_tokenizer", f"the engine refused it ({e})")
 
 
 def bpe_text_spec(model) -> dict:
@@ -85,19 +111,18 @@ def build_text_engine(tok, model_type: str, model_spec: Optional[dict], *, spm_p
         return None
     normalizer = tok.normalizer.to_json() if tok.normalizer is not None else None
     pre = tok.pre_tokenizer.to_json() if tok.pre_tokenizer is not None else None
-    if not (_stages_supported(normalizer, ENGINE_NORMALIZERS) and _stages_supported(pre, ENGINE_PRE_TOKENIZERS)):
-        return None
-    if normalizer is not None and any(t.normalized for t in tok.added_tokens):
-        return None  # normalized added tokens are matched after normalization: reference only
+    problem = _stage_problem(tok, normalizer, pre, ENGINE_PRE_TOKENIZERS)
+    if problem:
+        return _reference(tok, *problem)
     if uses_first_scheme(pre):
         # "first" depends on where each piece sits in the raw input (after normalizer deletions
         # and earlier pre-tokenizer stages); the reference tracks that, the engine does not.
-        return None
+        return _reference(tok, "pre_tokenizer Metaspace", 'prepend_scheme "first" is not in the Rust engine yet')
     added = [(t.content, t.id) for t in tok.added_tokens]
     try:
         if spm_pieces is not None:
             return _native.core.TextEngine.from_spm_pieces(model_type, *spm_pieces, json.dumps(normalizer),
                                                            json.dumps(pre), added)
         return _native.core.TextEngine(model_type, json.dumps(model_spec), json.dumps(normalizer), json.dumps(pre), added)
-    except ValueError:
-        return None
+    except ValueError as e:
+        return _reference(tok, "pipeline", f"the engine refused it ({e})")
