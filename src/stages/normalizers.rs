@@ -34,6 +34,9 @@ pub enum Normalizer {
     Nfd,
     Nfkd,
     StripAccents,
+    /// Each character's full lowercase mapping, one character at a time (Rust's
+    /// `char::to_lowercase`, which Hugging Face calls too: no final-sigma rule).
+    Lowercase,
     /// Put this in front of a non-empty text.
     Prepend(String),
     Sequence(Vec<Normalizer>),
@@ -81,6 +84,7 @@ impl Normalizer {
             "NFD" => Normalizer::Nfd,
             "NFKD" => Normalizer::Nfkd,
             "StripAccents" => Normalizer::StripAccents,
+            "Lowercase" => Normalizer::Lowercase,
             "Prepend" => Normalizer::Prepend(v.str("prepend")?.to_owned()),
             "Sequence" => Normalizer::Sequence(
                 v.with_field("normalizers", |list| list.each_item(Normalizer::from_spec))?,
@@ -91,8 +95,8 @@ impl Normalizer {
             other => {
                 return Err(Error::Unsupported(format!(
                     "{}.type = {other:?}: the fast path runs BertNormalizer, Precompiled, NFD, \
-                     NFKD, StripAccents, Prepend, Replace, Strip, SentencePieceNormalizer and \
-                     Sequence",
+                     NFKD, StripAccents, Lowercase, Prepend, Replace, Strip, \
+                     SentencePieceNormalizer and Sequence",
                     v.path()
                 )))
             }
@@ -111,6 +115,7 @@ impl Normalizer {
             Normalizer::Nfd => decompose(text, false, out),
             Normalizer::Nfkd => decompose(text, true, out),
             Normalizer::StripAccents => strip_marks(text, out),
+            Normalizer::Lowercase => out.extend(text.chars().flat_map(char::to_lowercase)),
             // HF's rule: an empty text stays empty.
             Normalizer::Prepend(prefix) if !text.is_empty() => {
                 out.push_str(prefix);
@@ -288,6 +293,14 @@ mod tests {
             .unwrap()
             .normalize(text, &mut out);
         out
+    }
+
+    #[test]
+    fn lowercase_maps_each_character_alone() {
+        let n = Normalizer::from_json(&serde_json::json!({"type": "Lowercase"}), "n").unwrap();
+        let (mut out, mut spare) = (String::new(), String::new());
+        n.run("ΟΔΟΣ İ", &mut out, &mut spare);
+        assert_eq!(out, "οδοσ i\u{307}"); // no final sigma; İ has a two-character lowercase
     }
 
     #[test]

@@ -146,3 +146,14 @@ def test_token_bytes_are_exact_where_the_decoder_says_so(name, tokens):
     joined = b"".join(ours.token_bytes(t, k == 0) for k, t in enumerate(tokens)).decode("utf-8", "replace")
     if ours.token_bytes_exact:
         assert joined == ours.decode_tokens(tokens)
+
+
+def test_literal_replace_after_fuse_streams_like_the_left_to_right_scan():
+    """Found by hypothesis: in "aaa" the matches of "aa" are [0, 2); the last "a" may still start a
+    match with the next token, so the stream must hold it (HF gives "bb" for four a's)."""
+    theirs = DECODERS["strip-per-token-then-fuse"]()
+    tokens = ["<0x61>", "<0x61>", "▁a", "▁a"]
+    ours = ours_of(theirs)
+    stream = ours.stream()
+    assert "".join(stream.push(t) for t in tokens) + stream.flush() == ours.decode_tokens(tokens) \
+        == hf_decode(theirs, tokens) == "bb"

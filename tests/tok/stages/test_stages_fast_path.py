@@ -1,4 +1,4 @@
-"""The Rust fast path of NFD, NFKD, StripAccents, Prepend, Whitespace, Punctuation,
+"""The Rust fast path of NFD, NFKD, StripAccents, Lowercase, Prepend, Whitespace, Punctuation,
 CharDelimiterSplit and UnicodeScripts equals the Python reference and Hugging Face: each stage on
 its own (hypothesis text, and one text holding every code point), then inside whole pipelines
 (WordPiece, Unigram, character-level BPE, WordLevel, byte-level BPE) run by the Rust engines, on
@@ -95,6 +95,30 @@ def test_rust_normalizer_on_every_code_point(stage):
     expected = _hf_normalizer(_json(stage)).normalize_str(text)
     assert core.normalize(_json(stage), text) == expected
     assert stage.normalize(text) == expected
+
+
+@needs_rust
+def test_rust_lowercase_equals_hf_on_every_code_point_and_the_reference_where_python_knows_it():
+    """Rust's `char::to_lowercase` is what Hugging Face calls; Python's `str.lower` per character
+    agrees on every code point the running Python's Unicode tables assign."""
+    import unicodedata
+
+    stage = norm.Lowercase()
+    text = every_code_point()
+    assert core.normalize(_json(stage), text) == _hf_normalizer(_json(stage)).normalize_str(text)
+    known = "".join(ch for ch in text if unicodedata.category(ch) != "Cn")
+    assert core.normalize(_json(stage), known) == stage.normalize(known)
+
+
+@needs_rust
+def test_lowercase_pipeline_runs_in_rust():
+    doc = dict(wordlevel_doc(), normalizer={"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}]},
+               pre_tokenizer={"type": "Whitespace"})
+    tok = tokenizer_from_document(doc)
+    assert_fast(tok)
+    lines = shared_corpus_lines(every=97)
+    hf = hf_of(doc)
+    assert tok.encode_batch(lines) == [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)]
 
 
 @needs_rust

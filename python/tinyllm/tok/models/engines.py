@@ -20,7 +20,7 @@ from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, token_bytes
 
 ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "NFD", "NFKD", "StripAccents", "Prepend",
-                      "Sequence", "SentencePieceNormalizer")
+                      "Lowercase", "Sequence", "SentencePieceNormalizer")
 ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Whitespace", "Punctuation",
                          "CharDelimiterSplit", "UnicodeScripts", "Sequence")
 

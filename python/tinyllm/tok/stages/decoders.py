@@ -523,9 +523,13 @@ class _TextReplace:
             return "".join(self._content + ch for ch in text)
         buffer = self._held + text
         out = buffer.replace(self._pattern, self._content)
-        # Keep back the longest suffix of the unmatched tail that is a prefix of the pattern.
-        tail_start = buffer.rfind(self._pattern)
-        tail = buffer[tail_start + len(self._pattern):] if tail_start >= 0 else buffer
+        # Keep back the longest suffix of the unmatched tail that is a prefix of the pattern. The
+        # tail starts where the last match of the left-to-right scan ends (not at `rfind`: in
+        # "aaa" the matches of "aa" are [0, 2), and the last "a" may still start one).
+        end = 0
+        while (found := buffer.find(self._pattern, end)) >= 0:
+            end = found + len(self._pattern)
+        tail = buffer[end:]
         keep = next((n for n in range(min(len(tail), len(self._pattern) - 1), 0, -1)
                      if self._pattern.startswith(tail[-n:])), 0)
         self._held = tail[len(tail) - keep:]
