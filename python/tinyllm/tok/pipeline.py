@@ -11,6 +11,7 @@ model in. A Rust fast path, when one is attached, must give exactly the same ids
 from __future__ import annotations
 
 import base64
+import copy
 import decimal
 import itertools
 import os
@@ -120,10 +121,12 @@ class PipelineTokenizer(TokenizerBase):
         return self._fast is not None
 
     def use_reference(self):
-        """Detach the Rust engine from this tokenizer, in place, and return it (for comparisons
-        and debugging)."""
-        self._fast = None
-        return self
+        """A copy of this tokenizer that encodes on the readable reference (for comparisons and
+        debugging). A copy, not this object: `load("gpt2")` hands every caller the same cached
+        preset, which must keep its engine."""
+        reference = copy.copy(self)
+        reference._fast = None
+        return reference
 
     # -- the protocol -------------------------------------------------------------------------
     @property
