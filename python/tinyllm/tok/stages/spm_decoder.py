@@ -67,17 +67,25 @@ def decode_byte_run(data: bytes) -> str:
     >>> decode_byte_run(bytes([0xE4, 0xB8, 0x41]))
     '��A'
     """
+    return _decided_prefix(data, final=True)[0]
+
+
+def _decided_prefix(data, final: bool) -> tuple[str, int]:
+    """(text, bytes consumed) of the decided start of `data`: well-formed characters, one U+FFFD
+    per other byte; unless `final`, it stops before a tail that could still complete a character."""
     out = []
     pos = 0
     while pos < len(data):
         n = _char_length(data, pos)
         if n:
-            out.append(data[pos:pos + n].decode("utf-8"))
+            out.append(bytes(data[pos:pos + n]).decode("utf-8"))
             pos += n
+        elif not final and _could_complete(bytes(data[pos:])):
+            break
         else:
             out.append(REPLACEMENT)
             pos += 1
-    return "".join(out)
+    return "".join(out), pos
 
 
 class SpmDecoder(Decoder):
@@ -148,21 +156,8 @@ class SpmTokenStream:
 
     def _drain(self, final: bool) -> str:
         """Write the run's bytes that are decided; all of them when `final`."""
-        run = self._run
-        out = []
-        pos = 0
-        while pos < len(run):
-            n = _char_length(run, pos)
-            if n:
-                out.append(run[pos:pos + n].decode("utf-8"))
-                pos += n
-            elif not final and _could_complete(bytes(run[pos:])):
-                break
-            else:
-                out.append(REPLACEMENT)
-                pos += 1
-        del run[:pos]
-        text = "".join(out)
+        text, pos = _decided_prefix(self._run, final)
+        del self._run[:pos]
         if text:
             self._written = True
         return text
