@@ -3,7 +3,13 @@
     python benches/bench_encode.py                       # GPT-2 on en, code and multi
     python benches/bench_encode.py --tokenizer smollm2 --tokenizer gpt-4o-o200k
     python benches/bench_encode.py --tokenizer bert-base-uncased --tokenizer rut5-base
-    python benches/bench_encode.py --worst-case          # scaling on pathological inputs
+    python benches/bench_encode.py --tokenizer llama3 --tokenizer qwen2 --tokenizer deepseek-v3
+    python benches/bench_encode.py --all                 # every file and family above
+    python benches/bench_encode.py --worst-case --skip-throughput --tokenizer qwen2   # 1/4/16 MB inputs
+
+`llama3`, `qwen2` and `deepseek-v3` are the families of tests/support/families.py: their public
+pre-tokenizer and normalizer configurations around the shared cl100k/o200k vocabularies, written
+to a temporary directory.
 
 For each corpus of ../shared/data/corpora (en, code, multi) the text is cut into ~2,000-character
 documents at line breaks. Every library gets a fresh instance, is warmed on the first half of the
@@ -27,6 +33,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,8 +48,32 @@ TIKTOKEN_PATTERNS = {
         r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
     ]),
 }
-TIKTOKEN_FILES = {"gpt2": "gpt2/gpt2.tiktoken", "gpt-4o-o200k": "tiktoken/o200k_base.tiktoken"}
-TIKTOKEN_SPECIALS = {"gpt2": {"<|endoftext|>": 50256}, "gpt-4o-o200k": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}}
+TIKTOKEN_FILES = {"gpt2": "gpt2/gpt2.tiktoken", "gpt-4o-o200k": "tiktoken/o200k_base.tiktoken",
+                  "llama3": "tiktoken/cl100k_base.tiktoken"}
+TIKTOKEN_SPECIALS = {"gpt2": {"<|endoftext|>": 50256}, "gpt-4o-o200k": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+                     "llama3": {}}
+ALL = ("gpt2", "smollm2", "gpt-4o-o200k", "llama3", "qwen2", "deepseek-v3", "bert-base-uncased", "rut5-base")
+FAMILY_DIR = Path(tempfile.gettempdir()) / "tinyllm-bench-families"
+
+
+def tokenizer_json(name: str) -> Path:
+    """The tokenizer.json of a shared file or of a family (written once per run by `prepare`)."""
+    if (FAMILY_DIR / name / "tokenizer.json").is_file():
+        return FAMILY_DIR / name / "tokenizer.json"
+    return SHARED / "tokenizers" / name / "tokenizer.json"
+
+
+def prepare(names) -> None:
+    """Write the family files this run needs (fresh: the family definitions may have changed)."""
+    sys.path.insert(0, str(ROOT))  # tests/support is not shipped in the package
+    from tests.support.families import FAMILIES, family_file
+
+    for name in names:
+        if name in FAMILIES:
+            target = FAMILY_DIR / name / "tokenizer.json"
+            if target.exists():
+                target.unlink()
+            family_file(name, FAMILY_DIR)
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -64,7 +95,7 @@ def documents(corpus: str, size: int = 2000) -> list[str]:
 
 # -- libraries: each returns encode(text)->list[int], batch(texts)->list[list[int]] or None -------
 def load_libraries(name: str) -> dict:
-    path = SHARED / "tokenizers" / name / "tokenizer.json"
+    path = tokenizer_json(name)
     libs = {}
 
     def tinyllm_factory():
@@ -104,7 +135,9 @@ def load_libraries(name: str) -> dict:
             for line in (SHARED / "tokenizers" / TIKTOKEN_FILES[name]).read_bytes().splitlines():
                 token, rank = line.split()
                 ranks[base64.b64decode(token)] = int(rank)
-            enc = tiktoken.Encoding(f"{name}-{time.monotonic_ns()}", pat_str=TIKTOKEN_PATTERNS[name],
+            pattern = TIKTOKEN_PATTERNS.get(name) or json.loads(path.read_text(encoding="utf-8"))[
+                "pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]  # a family's one Split
+            enc = tiktoken.Encoding(f"{name}-{time.monotonic_ns()}", pat_str=pattern,
                                     mergeable_ranks=ranks, special_tokens=TIKTOKEN_SPECIALS[name])
             return enc.encode_ordinary, enc.encode_ordinary_batch
 
@@ -208,13 +241,12 @@ def exactness(name: str, corpus: str, stress: int) -> dict:
     libs = load_libraries(name)
     # Stress strings that contain a special token's text are left out: tiktoken-style APIs encode
     # such text as ordinary text, Hugging Face as the control token, and that is policy, not error.
-    specials = json.loads((SHARED / "tokenizers" / name / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
+    specials = json.loads(tokenizer_json(name).read_text(encoding="utf-8"))["added_tokens"]
     strings = [s for s in stress_strings(stress) if not any(t["content"] in s for t in specials)]
     hf_encode, _ = libs.pop("hf-tokenizers")()
-    ours_path = SHARED / "tokenizers" / name / "tokenizer.json"
     from tinyllm.tok import load
 
-    ours = load(ours_path)
+    ours = load(tokenizer_json(name))
     out = {}
     for label, texts in (("corpus", docs), ("stress", strings)):
         expected = [hf_encode(t) for t in texts]
@@ -292,12 +324,12 @@ def _repeated(n: int) -> str:
 
 def _letters(n: int) -> str:
     rng = random.Random(0)
-    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
+    return "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=n))
 
 
 def _cjk(n: int) -> str:
     rng = random.Random(0)
-    return "".join(chr(0x4E00 + rng.randrange(2000)) for _ in range(n // 3))
+    return "".join(map(chr, rng.choices(range(0x4E00, 0x4E00 + 2000), k=n // 3)))
 
 
 WORST_CASE_INPUTS = {
@@ -327,59 +359,52 @@ print(status("VmHWM:") - base)
 """
 
 
-def worst_case() -> None:
-    """Encode time and peak memory as inputs grow: repeated and whitespace-free text (GPT-2)."""
+SIZES = (1_000_000, 4_000_000, 16_000_000)
+
+
+def worst_case(names) -> None:
+    """Encode time as inputs grow 1 -> 4 -> 16 MB (one call each): repeated and whitespace-free
+    text through every tokenizer named; then GPT-2's peak memory against tiktoken's."""
     from tinyllm.tok import load
 
-    libs = {"tinyllm": load(SHARED / "tokenizers" / "gpt2" / "tokenizer.json").encode}
-    try:
-        libs["tiktoken"] = tiktoken_gpt2().encode_ordinary
-    except ImportError:
-        pass
-    print("\n### Worst case (GPT-2, one call per input)\n")
-    print("| input | library | 100 KB s | 1 MB s | 4 MB s | 4 MB / 1 MB (4.0 = linear) | peak memory for 4 MB |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for label, make in WORST_CASE_INPUTS.items():
-        texts = [make(size) for size in (100_000, 1_000_000, 4_000_000)]
-        for lib, encode in libs.items():
-            times = []
-            for text in texts:
-                start = time.perf_counter()
-                encode(text)
-                times.append(time.perf_counter() - start)
-            # Peak RSS above the loaded tokenizer, in a fresh process (reset via /proc/self/clear_refs).
-            out = subprocess.run([sys.executable, "-c", PEAK_MEMORY, str(Path(__file__).parent), lib, label],
-                                 capture_output=True, text=True, check=True)
-            print(f"| {label} | {lib} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | "
-                  f"{times[2] / times[1]:.2f} | +{float(out.stdout):.0f} MiB |")
-    print()
-    worst_case_wordpiece_unigram()
-
-
-def worst_case_wordpiece_unigram() -> None:
-    """The same inputs through BERT (WordPiece) and rut5 (Unigram): time must grow linearly."""
-    from tinyllm.tok import load
-
-    print("\n### Worst case (WordPiece and Unigram, tinyllm, one call per input)\n")
-    print("| input | tokenizer | 100 KB s | 1 MB s | 4 MB s | 4 MB / 1 MB (4.0 = linear) |")
-    print("|---|---|---:|---:|---:|---:|")
-    for name in ("bert-base-uncased", "rut5-base"):
-        encode = load(SHARED / "tokenizers" / name / "tokenizer.json").encode
+    print("\n### Worst case (one call per input; 4.0 = linear)\n")
+    print("| tokenizer | input | fast path | 1 MB s | 4 MB s | 16 MB s | 4 MB / 1 MB | 16 MB / 4 MB |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for name in names:
+        tok = load(tokenizer_json(name))
         for label, make in WORST_CASE_INPUTS.items():
             times = []
-            for size in (100_000, 1_000_000, 4_000_000):
+            for size in SIZES:
                 text = make(size)
                 start = time.perf_counter()
-                encode(text)
+                tok.encode(text)
                 times.append(time.perf_counter() - start)
-            print(f"| {label} | {name} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | {times[2] / times[1]:.2f} |")
+            print(f"| {name} | {label} | {tok.uses_fast_path} | {times[0]:.3f} | {times[1]:.3f} | {times[2]:.3f} | "
+                  f"{times[1] / times[0]:.2f} | {times[2] / times[1]:.2f} |")
+    print()
+    peak_memory()
+
+
+def peak_memory() -> None:
+    """Peak RSS of one 4 MB encode above the loaded tokenizer, GPT-2, tinyllm against tiktoken, each
+    in a fresh process (reset via /proc/self/clear_refs)."""
+    print("\n### Peak memory of one 4 MB encode (GPT-2)\n")
+    print("| input | tinyllm | tiktoken |")
+    print("|---|---:|---:|")
+    for label in WORST_CASE_INPUTS:
+        row = []
+        for lib in ("tinyllm", "tiktoken"):
+            out = subprocess.run([sys.executable, "-c", PEAK_MEMORY, str(Path(__file__).parent), lib, label],
+                                 capture_output=True, text=True)
+            row.append(f"+{float(out.stdout):.0f} MiB" if out.returncode == 0 else "n/a")
+        print(f"| {label} | {row[0]} | {row[1]} |")
     print()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokenizer", action="append",
-                        help="gpt2, smollm2, gpt-4o-o200k, bert-base-uncased, rut5-base (repeatable)")
+    parser.add_argument("--tokenizer", action="append", help=f"one of {', '.join(ALL)} (repeatable)")
+    parser.add_argument("--all", action="store_true", help="every tokenizer of --tokenizer")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stress", type=int, default=3000)
     parser.add_argument("--worst-case", action="store_true")
@@ -388,7 +413,10 @@ def main() -> int:
     parser.add_argument("--mode", default="single", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", default="en", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.tokenizer = args.tokenizer or ["gpt2"]
+    args.tokenizer = list(ALL) if args.all else args.tokenizer or ["gpt2"]
+    unknown = [n for n in args.tokenizer if n not in ALL]
+    if unknown:
+        parser.error(f"--tokenizer: expected one of {', '.join(ALL)}, found {', '.join(unknown)}")
     if not SHARED.is_dir():
         print(f"benchmark skipped: {SHARED} is missing (it holds the corpora and tokenizer files)")
         return 0
@@ -396,10 +424,11 @@ def main() -> int:
         child(args)
         return 0
     print(f"python {' '.join(sys.argv)}  ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)")
+    prepare(args.tokenizer)
     for name in [] if args.skip_throughput else args.tokenizer:
         report(name, args.repeat, args.stress)
     if args.worst_case:
-        worst_case()
+        worst_case(args.tokenizer)
     return 0
 
 
