@@ -66,14 +66,13 @@ def family_doc(name: str) -> dict:
         raise ValueError(f"family: expected one of {FAMILIES}, found {name!r}")
     doc = json.loads(_base(_VOCAB[name]))
     model = doc["model"]
-    # The vocabulary's own specials stay; the family's are added after its largest id.
-    ids = dict(model["vocab"])
-    for t in _SPECIALS[name]:
-        if t not in ids:
-            ids[t] = max(ids.values()) + 1
-            doc["added_tokens"].append(_added(t, ids[t]))
-            model["vocab"][t] = ids[t]
-    first = ids[_SPECIALS[name][0]]
+    # The vocabulary's own specials (which leave holes in the ids) give way to the family's, numbered
+    # right after the ranks, as the real files do (some peers refuse a vocabulary with holes).
+    for t in doc["added_tokens"]:
+        del model["vocab"][t["content"]]
+    first = max(model["vocab"].values()) + 1
+    doc["added_tokens"] = [_added(t, first + k) for k, t in enumerate(_SPECIALS[name])]
+    model["vocab"].update({t: first + k for k, t in enumerate(_SPECIALS[name])})
     doc["decoder"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
     if name == "llama3":
         doc["normalizer"] = None
