@@ -34,6 +34,7 @@ MODULES = [
     "tinyllm.artifacts.doctor",
     "tinyllm.artifacts.doctor_subject",
     "tinyllm.tok.stages.normalizers",
+    "tinyllm.tok.stages.compose",
     "tinyllm.tok.stages.pre_tokenizers",
     "tinyllm.tok.stages.processors",
     "tests.support.stress",

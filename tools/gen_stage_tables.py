@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the Unicode tables of the NFKD, StripAccents, Whitespace and UnicodeScripts stages by
+"""Generate the Unicode tables of the NFKD, NFC, NFKC, StripAccents, Whitespace and UnicodeScripts stages by
 measuring Hugging Face `tokenizers` (the companion of tools/gen_bert_tables.py, whose NFD and
 combining-class tables these stages share).
 
@@ -14,6 +14,11 @@ code point (surrogates aside) through HF's stages and writes what they did:
 Measured:
 
 * NFKD: the compatibility decomposition of every code point whose NFKD differs from its NFD;
+* NFC and NFKC: the canonical composition pairs. A code point c that HF's NFD decomposes and its
+  NFC leaves alone is a primary composite: its pair is (NFC of all but the last character of
+  NFD(c), that last character), and HF must compose the pair back into c. Hangul syllables are
+  computed, not listed. (Python's `unicodedata` is a newer Unicode: it composes U+11935 U+11930,
+  which HF leaves apart, and knows combining classes HF does not.)
 * StripAccents: the code points it deletes (combining marks, Mn/Mc/Me);
 * Whitespace (`\\w+|[^\\w\\s]+`): the word characters and the whitespace characters; a code point
   is placed after `a` (it joins the piece when it is a word character) and after `!` (it joins
@@ -138,7 +143,29 @@ def measure() -> dict:
     if odd:
         raise SystemExit(f"StripAccents: unexpected outputs for {odd[:10]}")
     word, space = measure_whitespace()
-    return {"compat": compat, "marks": marks, "word": word, "space": space, "scripts": measure_scripts()}
+    return {"compat": compat, "marks": marks, "word": word, "space": space, "scripts": measure_scripts(),
+            "composition": measure_composition(nfd)}
+
+
+def measure_composition(nfd: dict[int, str]) -> dict[tuple[int, int], int]:
+    """(first, second) -> primary composite, for every composition HF's NFC makes (Hangul aside)."""
+    nfc = dict(zip(CODE_POINTS, common.sweep(hf_norm.NFC(), [chr(cp) for cp in CODE_POINTS])))
+    composites = [cp for cp in CODE_POINTS if nfd[cp] != chr(cp) and nfc[cp] == chr(cp)
+                  and not HANGUL_FIRST <= cp <= HANGUL_LAST]
+    heads = common.sweep(hf_norm.NFC(), [nfd[cp][:-1] for cp in composites])
+    pairs: dict[tuple[int, int], int] = {}
+    for cp, head in zip(composites, heads):
+        if len(head) != 1:
+            raise SystemExit(f"NFC: U+{cp:04X} is not the composition of one character and {nfd[cp][-1]!r}")
+        pairs[(ord(head), ord(nfd[cp][-1]))] = cp
+    back = common.sweep(hf_norm.NFC(), [chr(a) + chr(b) for a, b in pairs])
+    for (a, b), composed in zip(pairs, back):
+        if composed != chr(pairs[(a, b)]):
+            raise SystemExit(f"NFC: U+{a:04X} U+{b:04X} gives {composed!r}, not U+{pairs[(a, b)]:04X}")
+    return pairs
+
+
+HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 
 
 TABLE_DOCS = {
@@ -158,7 +185,7 @@ def header_lines() -> list[str]:
 
 
 def write_python(tables: dict) -> str:
-    out = ['"""Unicode tables of the NFKD, StripAccents, Whitespace and UnicodeScripts stages.', ""]
+    out = ['"""Unicode tables of the NFKD, NFC, NFKC, StripAccents, Whitespace and UnicodeScripts stages.', ""]
     out += header_lines()
     out += ['"""', "", f'TOKENIZERS_VERSION = "{tokenizers.__version__}"', ""]
     for name, key in RANGE_TABLES:
@@ -170,11 +197,14 @@ def write_python(tables: dict) -> str:
     items = [f"0x{cp:X}: {common.py_str(s)}," for cp, s in sorted(tables["compat"].items())]
     out += ["# Full compatibility decomposition (HF's NFKD) of every code point whose NFKD is not its NFD.",
             "COMPAT_DECOMPOSITION = {", common.wrap(items, "    "), "}", ""]
+    items = [f"(0x{a:X}, 0x{b:X}): 0x{c:X}," for (a, b), c in sorted(tables["composition"].items())]
+    out += ["# NFC and NFKC: (first, second) -> the primary composite HF makes of them (Hangul is computed).",
+            "COMPOSITION = {", common.wrap(items, "    "), "}", ""]
     return "\n".join(out)
 
 
 def write_rust(tables: dict) -> str:
-    out = ["//! Unicode tables of the NFKD, StripAccents, Whitespace and UnicodeScripts stages.", "//!"]
+    out = ["//! Unicode tables of the NFKD, NFC, NFKC, StripAccents, Whitespace and UnicodeScripts stages.", "//!"]
     out += ["//! " + line for line in header_lines()]
     out += ["", f'pub const TOKENIZERS_VERSION: &str = "{tokenizers.__version__}";', ""]
     for name, key in RANGE_TABLES:
@@ -189,6 +219,10 @@ def write_rust(tables: dict) -> str:
     out += ["/// Full compatibility decomposition (HF's NFKD) of every code point whose NFKD is not its NFD.",
             "#[rustfmt::skip]", "pub static COMPAT_DECOMPOSITION: &[(u32, &str)] = &[",
             common.wrap(items, "    "), "];", ""]
+    items = [f"(0x{a:X}, 0x{b:X}, 0x{c:X})," for (a, b), c in sorted(tables["composition"].items())]
+    out += ["/// NFC and NFKC: (first, second, primary composite), sorted by (first, second); Hangul is computed.",
+            "#[rustfmt::skip]", "pub static COMPOSITION: &[(u32, u32, u32)] = &[",
+            common.wrap(items, "    "), "];", ""]
     return "\n".join(out)
 
 
@@ -196,7 +230,7 @@ def verify() -> None:
     """Check tinyllm's reference stages (with the tables in the tree) against HF."""
     sys.path.insert(0, str(ROOT / "python"))
     for name in ("tinyllm.tok.stages.unicode_tables", "tinyllm.tok.stages.decompose",
-                 "tinyllm.tok.stages.normalizers", "tinyllm.tok.stages.pre_tokenizers"):
+                 "tinyllm.tok.stages.compose", "tinyllm.tok.stages.normalizers", "tinyllm.tok.stages.pre_tokenizers"):
         if name in sys.modules:
             importlib.reload(sys.modules[name])
     norm = importlib.import_module("tinyllm.tok.stages.normalizers")
@@ -214,6 +248,7 @@ def verify() -> None:
                     failures += 1
                     if failures < 10:
                         print(f"{ours.type}: {text!r}: ours {ours.normalize(text)!r}, HF {want!r}", file=sys.stderr)
+    failures += verify_composition(norm, mixed)
     for ours, theirs in [(pre.Whitespace(), hf_pre.Whitespace()), (pre.Punctuation(), hf_pre.Punctuation()),
                          (pre.UnicodeScripts(), hf_pre.UnicodeScripts())]:
         for i in range(0, len(CODE_POINTS), CHUNK):
@@ -227,6 +262,48 @@ def verify() -> None:
     if failures:
         raise SystemExit(f"verify: {failures} differences from HF")
     print("verify: the reference agrees with HF on every code point", file=sys.stderr)
+
+
+# Where the NFC / NFKC check puts every code point c: alone, after a starter it may join, before
+# marks it may take (U+0301 U+0323 also tests reordering), and around Hangul jamo.
+CONTEXTS = ["{}", "a{}", "{}\u0301", "{}\u0308", "{}\u0323", "{}\u0301\u0323", "e\u0301{}", "\u1100{}",
+            "\uac00{}", "\u1100\u1161{}", "{}\u1161\u11a8", "\u0323{}\u0301"]
+
+
+class _Ours:
+    """A tinyllm stage under HF's `normalize_str` name, so that `common.sweep` batches it too."""
+
+    def __init__(self, stage) -> None:
+        self.normalize_str = stage.normalize
+
+
+def unicodedata_pairs() -> list[str]:
+    """Every canonical pair of this Python's (newer) Unicode, as text: HF must agree with the
+    reference on each, whether or not it composes it."""
+    import unicodedata
+
+    out = []
+    for cp in CODE_POINTS:
+        d = unicodedata.decomposition(chr(cp)).split()
+        if len(d) == 2 and not d[0].startswith("<"):
+            out.append("".join(chr(int(h, 16)) for h in d))
+    return out
+
+
+def verify_composition(norm, mixed: list[str]) -> int:
+    """NFC and NFKC of the reference against HF: every code point in every CONTEXTS slot, every
+    canonical pair, and random mixed text; each compared in batches."""
+    failures = 0
+    inputs = [[form.format(chr(cp)) for cp in CODE_POINTS] for form in CONTEXTS] + [unicodedata_pairs(), mixed]
+    for ours, theirs in [(norm.NFC(), hf_norm.NFC()), (norm.NFKC(), hf_norm.NFKC())]:
+        for texts in inputs:
+            got = common.sweep(_Ours(ours), texts)
+            for text, mine, want in zip(texts, got, common.sweep(theirs, texts)):
+                if mine != want:
+                    failures += 1
+                    if failures < 10:
+                        print(f"{ours.type}: {text!r}: ours {mine!r}, HF {want!r}", file=sys.stderr)
+    return failures
 
 
 def main() -> None:

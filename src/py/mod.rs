@@ -53,6 +53,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stages::pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::bert_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::compose_aligned, m)?)?;
     m.add_function(wrap_pyfunction!(stages::text_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::bert_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::whitespace_split, m)?)?;

@@ -37,6 +37,19 @@ pub(super) fn normalize(normalizer_json: &str, text: &Bound<'_, PyString>) -> Py
     Ok(out)
 }
 
+/// HF's NFC (NFKC when `compat`) of `text` and each output character's span of `text`, in
+/// characters (for testing against the reference's `compose.align`).
+#[pyfunction]
+pub(super) fn compose_aligned(
+    text: &Bound<'_, PyString>,
+    compat: bool,
+) -> PyResult<(String, Vec<(usize, usize)>)> {
+    Ok(crate::stages::compose::compose_aligned(
+        &text_as_utf8(text)?,
+        compat,
+    ))
+}
+
 /// The pieces a text pipeline's pre-tokenizer (its tokenizer.json object) cuts `text` into.
 #[pyfunction]
 pub(super) fn text_pre_tokenize(

@@ -42,6 +42,10 @@ pub(crate) const MARK: u16 = 1 << 10;
 pub(crate) const WORD: u16 = 1 << 11;
 /// Whitespace's `\s`.
 pub(crate) const RE_SPACE: u16 = 1 << 12;
+/// May join the starter before it in NFC / NFKC (second of a composition pair, a Hangul vowel or trail).
+pub(crate) const JOINS_BACK: u16 = 1 << 13;
+/// NFC changes it even alone: it decomposes and is not a primary composite.
+pub(crate) const NFC_CHANGES: u16 = 1 << 14;
 
 const BLOCK_BITS: u32 = 7;
 const BLOCK_MASK: u32 = (1 << BLOCK_BITS) - 1;
@@ -95,6 +99,15 @@ fn build_flags() -> Flags {
     for &(lo, hi, _) in tables::COMBINING_CLASS {
         mark(&mut all, &[(lo, hi)], NONSTARTER);
     }
+    for &(cp, _) in tables::DECOMPOSITION {
+        mark(&mut all, &[(cp, cp)], NFC_CHANGES);
+    }
+    for &(_, second, composite) in unicode_tables::COMPOSITION {
+        mark(&mut all, &[(second, second)], JOINS_BACK);
+        all[composite as usize] &= !NFC_CHANGES;
+    }
+    // Hangul vowels and trailing consonants (U+11A7 is "no trail", and joins nothing).
+    mark(&mut all, &[(0x1161, 0x1175), (0x11A8, 0x11C2)], JOINS_BACK);
 
     let mut index = Vec::with_capacity(CODE_POINTS >> BLOCK_BITS);
     let mut blocks = Vec::new();

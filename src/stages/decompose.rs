@@ -19,7 +19,7 @@ use crate::stages::bert::{
 };
 use crate::stages::unicode_tables;
 
-fn compat_decomposition(cp: u32) -> Option<&'static str> {
+pub(crate) fn compat_decomposition(cp: u32) -> Option<&'static str> {
     let table = unicode_tables::COMPAT_DECOMPOSITION;
     let i = table.binary_search_by_key(&cp, |&(k, _)| k).ok()?;
     Some(table[i].1)

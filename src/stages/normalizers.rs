@@ -4,7 +4,7 @@
 //!
 //! A [`Normalizer`] is one of `BertNormalizer` ([`crate::stages::bert`]), `Precompiled`
 //! ([`crate::stages::precompiled`]), `NFD`, `NFKD`, `StripAccents` ([`crate::stages::decompose`]),
-//! `Prepend`, `Replace`, `Strip`, or a `Sequence` of them run in order;
+//! `NFC`, `NFKC` ([`crate::stages::compose`]), `Prepend`, `Replace`, `Strip`, or a `Sequence` of them run in order;
 //! any other type is [`Error::Unsupported`] and the Python reference runs the pipeline.
 //!
 //! `Replace` finds matches left to right without overlap, the way the `onig` crate's `find_iter`
@@ -18,6 +18,7 @@
 
 use crate::spec::Spec;
 use crate::stages::bert::BertNormalizer;
+use crate::stages::compose::compose;
 use crate::stages::decompose::{decompose, strip_marks};
 use crate::stages::precompiled::Precompiled;
 use crate::stages::spm_normalizer::SpmNormalizer;
@@ -33,6 +34,8 @@ pub enum Normalizer {
     Strip(Strip),
     Nfd,
     Nfkd,
+    Nfc,
+    Nfkc,
     StripAccents,
     /// Each character's full lowercase mapping, one character at a time (Rust's
     /// `char::to_lowercase`, which Hugging Face calls too: no final-sigma rule).
@@ -83,6 +86,8 @@ impl Normalizer {
             )),
             "NFD" => Normalizer::Nfd,
             "NFKD" => Normalizer::Nfkd,
+            "NFC" => Normalizer::Nfc,
+            "NFKC" => Normalizer::Nfkc,
             "StripAccents" => Normalizer::StripAccents,
             "Lowercase" => Normalizer::Lowercase,
             "Prepend" => Normalizer::Prepend(v.str("prepend")?.to_owned()),
@@ -95,7 +100,7 @@ impl Normalizer {
             other => {
                 return Err(Error::Unsupported(format!(
                     "{}.type = {other:?}: the fast path runs BertNormalizer, Precompiled, NFD, \
-                     NFKD, StripAccents, Lowercase, Prepend, Replace, Strip, \
+                     NFKD, NFC, NFKC, StripAccents, Lowercase, Prepend, Replace, Strip, \
                      SentencePieceNormalizer and Sequence",
                     v.path()
                 )))
@@ -114,6 +119,8 @@ impl Normalizer {
             Normalizer::SentencePiece(n) => n.normalize(text, out),
             Normalizer::Nfd => decompose(text, false, out),
             Normalizer::Nfkd => decompose(text, true, out),
+            Normalizer::Nfc => compose(text, false, out),
+            Normalizer::Nfkc => compose(text, true, out),
             Normalizer::StripAccents => strip_marks(text, out),
             Normalizer::Lowercase => out.extend(text.chars().flat_map(char::to_lowercase)),
             // HF's rule: an empty text stays empty.

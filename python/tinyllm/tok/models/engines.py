@@ -19,8 +19,8 @@ from tinyllm import _native
 from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, token_bytes
 
-ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "NFD", "NFKD", "StripAccents", "Prepend",
-                      "Lowercase", "Sequence", "SentencePieceNormalizer")
+ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "NFD", "NFKD", "NFC", "NFKC", "StripAccents",
+                      "Prepend", "Lowercase", "Sequence", "SentencePieceNormalizer")
 ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Whitespace", "Punctuation",
                          "CharDelimiterSplit", "UnicodeScripts", "Sequence")
 

@@ -12,12 +12,12 @@ one code point at a time, as Hugging Face does, so there is no final-sigma rule:
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 
 import regex
 
 from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
+from tinyllm.tok.stages.compose import align, nfc, nfkc
 from tinyllm.tok.stages.decompose import nfd, nfkd, strip_marks
 
 
@@ -33,18 +33,30 @@ class Normalizer:
 
 @dataclass(frozen=True)
 class NFC(Normalizer):
+    """Canonical composition with HF's tables (see `tinyllm.tok.stages.compose`)."""
+
     type = "NFC"
 
     def normalize(self, text: str) -> str:
-        return unicodedata.normalize("NFC", text)
+        return nfc(text)
+
+    def align(self, text: str) -> tuple[str, list[tuple[int, int]]]:
+        """The output and each character's span in `text` (for offsets)."""
+        return align(text, compat=False)
 
 
 @dataclass(frozen=True)
 class NFKC(Normalizer):
+    """Compatibility composition with HF's tables: `NFKC().normalize("ﬁ") == "fi"`."""
+
     type = "NFKC"
 
     def normalize(self, text: str) -> str:
-        return unicodedata.normalize("NFKC", text)
+        return nfkc(text)
+
+    def align(self, text: str) -> tuple[str, list[tuple[int, int]]]:
+        """The output and each character's span in `text` (for offsets)."""
+        return align(text, compat=True)
 
 
 @dataclass(frozen=True)
