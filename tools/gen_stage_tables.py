@@ -60,6 +60,7 @@ CHUNK = common.CHUNK
 # NFKD maps some characters to '|' and '~' (the BERT sweep's separators); no stage here produces
 # or removes these two controls.
 common.SEPARATORS = ("\x00", "\x01")
+HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 
 
 def piece_starts(pre_tokenizer, text: str) -> tuple[set[int], bytearray]:
@@ -163,9 +164,6 @@ def measure_composition(nfd: dict[int, str]) -> dict[tuple[int, int], int]:
         if composed != chr(pairs[(a, b)]):
             raise SystemExit(f"NFC: U+{a:04X} U+{b:04X} gives {composed!r}, not U+{pairs[(a, b)]:04X}")
     return pairs
-
-
-HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 
 
 TABLE_DOCS = {
