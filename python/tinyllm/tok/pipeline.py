@@ -503,7 +503,8 @@ def _semantic_stage(stage) -> Optional[dict]:
 def _resolve_stage(doc: dict) -> dict:
     kind = doc.get("type")
     if kind == "Sequence":
-        key = "normalizers" if "normalizers" in doc else "pretokenizers"
+        # A Sequence of normalizers, pre-tokenizers, post-processors (Llama-3) or decoders.
+        key = next(k for k in ("normalizers", "pretokenizers", "processors", "decoders") if k in doc)
         return dict(doc, **{key: [_resolve_stage(d) for d in doc[key]]})
     if kind == "Precompiled":
         blob = base64.b64decode(doc["precompiled_charsmap"])
