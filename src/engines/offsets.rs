@@ -15,8 +15,8 @@
 //!
 //! Byte offsets are the raw byte offsets of those character spans, except for byte-level BPE
 //! without a normalizer, where pieces are raw bytes and a token that splits a multi-byte
-//! character gets its exact bytes. Example (GPT-2, `"a€"`): `€` is three bytes and two tokens,
-//! `a` (0, 1), then (1, 2) and (1, 2) in characters, but (1, 3) and (3, 4) in bytes.
+//! character gets its exact bytes. Example (GPT-2, `"a😀"`): 😀 is four bytes and two tokens;
+//! the offsets are (0, 1), (1, 2), (1, 2) in characters but (0, 1), (1, 4), (4, 5) in bytes.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -89,13 +89,17 @@ fn char_index(s: &str, out: &mut Vec<u32>) {
     out.push(out.last().map_or(0, |&k| k + 1));
 }
 
+/// Adds the tokens of one stretch of text: (stretch, its first raw character, the raw text, out).
+pub type GapEncoder<'a> =
+    dyn FnMut(&str, u32, &RawText, &mut TokenOffsets) -> Result<(), Error> + 'a;
+
 /// Split `text` around the added tokens and collect the offsets: `gap(stretch, first_char,
 /// raw, out)` adds the tokens of each stretch between them (`first_char`: where it starts in
 /// the raw text).
 pub fn with_added_tokens(
     matcher: Option<&AddedMatcher>,
     text: &str,
-    gap: &mut dyn FnMut(&str, u32, &RawText, &mut TokenOffsets) -> Result<(), Error>,
+    gap: &mut GapEncoder<'_>,
 ) -> Result<TokenOffsets, Error> {
     let raw = RawText::new(text);
     let out = RefCell::new(TokenOffsets::default());
@@ -481,4 +485,48 @@ pub fn byte_level_gap(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::wordpiece_unigram::TextEngine;
+    use crate::engines::Encoder;
+    use serde_json::json;
+
+    #[test]
+    fn bert_offsets_point_at_the_raw_characters_and_bytes() {
+        let normalizer = Normalizer::from_json(
+            &json!({"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                    "strip_accents": null, "lowercase": true}),
+            "n",
+        )
+        .unwrap();
+        let pre = TextPreTokenizer::from_json(&json!({"type": "BertPreTokenizer"}), "p").unwrap();
+        let vocab = json!({"[UNK]": 0, "[SEP]": 1, "hello": 2, "中": 3, "x": 4, "##x": 5});
+        let spec = json!({"vocab": vocab, "unk_id": 0, "prefix": "##",
+                          "max_input_chars_per_word": 100});
+        let (model, _) = Model::from_json("WordPiece", &spec, "m").unwrap();
+        let engine = TextEngine::new(
+            Some(normalizer),
+            Some(pre),
+            model,
+            vec![("[SEP]".into(), 1)],
+        );
+        let matcher = engine.matcher(&["[SEP]".to_string()]).unwrap();
+        // "Héllo" lowercases and loses its accent (e + U+0301 after NFD): still one word of 5.
+        let text = "He\u{301}llo 中[SEP]xx";
+        let got = engine.encode_offsets(text, matcher.as_deref()).unwrap();
+        assert_eq!(got.ids, [2, 3, 1, 4, 5]);
+        assert_eq!(got.starts, [0, 7, 8, 13, 14]);
+        assert_eq!(got.ends, [6, 8, 13, 14, 15]);
+        assert_eq!(got.byte_starts, [0, 8, 11, 16, 17]);
+        assert_eq!(got.byte_ends, [7, 11, 16, 17, 18]);
+        assert_eq!(got.added, [false, false, true, false, false]);
+        assert_eq!(
+            got.ids,
+            engine.encode(text, matcher.as_deref()).unwrap(),
+            "the same ids as encode"
+        );
+    }
 }

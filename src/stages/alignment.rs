@@ -130,6 +130,10 @@ fn ascii_is_independent(stage: &Normalizer) -> bool {
     )
 }
 
+const ASCII_UNKNOWN: u8 = 0xFF;
+const ASCII_EMPTY: u8 = 0xFE;
+const ASCII_OTHER: u8 = 0xFD;
+
 /// The chunk rule of the module docs.
 fn chunk_align(stage: &Normalizer, text: &str, out: &mut String, align: &mut Vec<Span>) {
     let mut expected = String::new();
@@ -141,6 +145,10 @@ fn chunk_align(stage: &Normalizer, text: &str, out: &mut String, align: &mut Vec
         .collect();
     let n = bounds.len() - 1;
     let ascii_fast = ascii_is_independent(stage);
+    // What each ASCII character alone normalizes to under such a stage: at most one ASCII
+    // character (a lowercase letter, a space for whitespace, nothing for a control). Filled on
+    // first use: ASCII_UNKNOWN, ASCII_EMPTY or the byte.
+    let mut ascii_memo = [ASCII_UNKNOWN; 128];
     // normalize(text[start..i]) once known, carried while the chunk grows.
     let mut chunk: Option<String> = None;
     let (mut joined, mut single) = (String::new(), String::new());
@@ -160,6 +168,31 @@ fn chunk_align(stage: &Normalizer, text: &str, out: &mut String, align: &mut Vec
             if !independent {
                 std::mem::swap(current, &mut joined);
                 continue; // text[i] interacts with the chunk: keep growing it
+            }
+        }
+        let lead = text.as_bytes()[bounds[start]];
+        if ascii_fast && chunk.is_none() && i == start + 1 && lead < 0x80 {
+            if ascii_memo[lead as usize] == ASCII_UNKNOWN {
+                let mut s = String::new();
+                run(stage, &text[bounds[start]..bounds[i]], &mut s);
+                ascii_memo[lead as usize] = match s.as_bytes() {
+                    [] => ASCII_EMPTY,
+                    [b] if *b < 0x80 => *b,
+                    _ => ASCII_OTHER,
+                };
+            }
+            match ascii_memo[lead as usize] {
+                ASCII_EMPTY => {
+                    start = i;
+                    continue;
+                }
+                b if b < 0x80 => {
+                    align.push((start as u32, i as u32));
+                    out.push(b as char);
+                    start = i;
+                    continue;
+                }
+                _ => {} // longer than one ASCII character: normalize it below
             }
         }
         let normalized = match chunk.take() {

@@ -310,7 +310,10 @@ class PipelineTokenizer(TokenizerBase):
             mask.append(specials[k] if forced is None else forced)
             spans.append((starts[k], ends[k]))
             k += 1
-        pieces = [self._token_of(i, "encode") for i in wrapped.ids]
+        table = self._id_to_token
+        pieces = [table[i] for i in wrapped.ids]
+        if None in pieces:  # an id without a token: raise, naming it
+            pieces = [self._token_of(i, "encode") for i in wrapped.ids]
         return EncodedSequence(wrapped.ids, pieces, mask, spans, offset_coordinate,
                                wrapped.type_ids, wrapped.sequence_ids)
 
