@@ -183,7 +183,7 @@ _BERT_TEXT = st.lists(st.sampled_from(["Hello", "WORLD", "é", "e\u0301", "中�
 def test_bert_pair_offsets_equal_hf(a, b):
     tok = tokenizer("bert-base-uncased")
     spied, spy = _spied(tok)
-    mine = spied.encode_pair(a, b)
+    mine = spied.encode_pair(a, b, allowed_special="all")  # HF matches special text too
     theirs = hf_plain("bert-base-uncased").encode(a, b)
     assert spy.calls == 2
     assert mine.ids == theirs.ids
@@ -215,3 +215,14 @@ def test_a_pipeline_the_engine_cannot_span_warns_and_uses_the_reference():
     with pytest.warns(SlowPathWarning, match="offsets"):
         enc = broken.encode_structured("hello world")
     assert _fields(enc) == _fields(tok.use_reference().encode_structured("hello world"))
+
+
+@pytest.mark.parametrize("name", ["bert-base-uncased", "gpt2", "rut5-base/spiece.model"])
+def test_offsets_batch_equals_one_by_one(name):
+    tok = tokenizer(name)
+    tok.encode_structured("warm")  # a byte-level engine gets its token lengths on first use
+    texts = stress.stress_strings(60, seed=3)
+    matchable = sorted(tok._always)
+    batch = tok._fast.encode_offsets_batch(texts, matchable)
+    assert batch == [tok._fast.encode_offsets(t, matchable) for t in texts]
+    assert [list(b[0]) for b in batch] == tok.encode_batch(texts)

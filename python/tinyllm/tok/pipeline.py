@@ -278,7 +278,9 @@ class PipelineTokenizer(TokenizerBase):
 
         With `add_special` (the default here, since pairs exist for models that separate them) the
         post-processor's `pair` template applies (`[CLS] A [SEP] B [SEP]`); each offset indexes the
-        text its token came from, as `sequence_ids` tells.
+        text its token came from, as `sequence_ids` tells. With an engine attached, the ids and
+        offsets come from it (`encode_offsets`, the reference's rule in Rust); only the template
+        is applied here.
         """
         if offset_coordinate not in COORDINATES:
             raise ValueError(
