@@ -9,8 +9,9 @@
 //! ([`crate::models::bpe`]), through a word cache keyed by the exact piece bytes
 //! ([`crate::engines::word_cache`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use crate::engines::offsets::{byte_level_gap, with_added_tokens, ByteTokens, TokenOffsets};
 use crate::engines::word_cache::ShardedCache;
 use crate::engines::Encoder;
 use crate::models::bpe::BpeModel;
@@ -26,6 +27,8 @@ pub struct BpeEngine {
     pre: ByteLevelPreTokenizer,
     added: AddedTokens,
     normalizer: Option<Normalizer>,
+    /// Token lengths for offsets, given once by [`BpeEngine::set_token_texts`].
+    tokens: OnceLock<ByteTokens>,
 }
 
 thread_local! {
@@ -40,6 +43,7 @@ impl BpeEngine {
             pre,
             added: AddedTokens::new(added),
             normalizer: None,
+            tokens: OnceLock::new(),
         }
     }
 
@@ -108,7 +112,49 @@ impl BpeEngine {
     }
 }
 
+impl BpeEngine {
+    /// Give the model's token strings by id (byte alphabet; None for ids without one) and its
+    /// unknown id, which [`Encoder::encode_offsets`] needs. Later calls are ignored.
+    pub fn set_token_texts(&self, texts: &[Option<String>], unk: Option<u32>) {
+        if self.tokens.get().is_none() {
+            let _ = self.tokens.set(ByteTokens::new(texts, unk));
+        }
+    }
+
+    pub fn has_token_texts(&self) -> bool {
+        self.tokens.get().is_some()
+    }
+}
+
 impl Encoder for BpeEngine {
+    fn encode_offsets(
+        &self,
+        text: &str,
+        matcher: Option<&AddedMatcher>,
+    ) -> Result<TokenOffsets, Error> {
+        let Some(tokens) = self.tokens.get() else {
+            return Err(Error::Unsupported(
+                "offsets: the engine was not given its token strings (set_token_texts)".into(),
+            ));
+        };
+        let mut cache = self.cache.for_current_thread();
+        let mut encode = |piece: &[u8], out: &mut Vec<u32>| {
+            cache.encode(piece, out, |out| self.model.encode_word(piece, out))
+        };
+        with_added_tokens(matcher, text, &mut |gap, first, raw, out| {
+            byte_level_gap(
+                self.normalizer.as_ref(),
+                &self.pre,
+                tokens,
+                &mut encode,
+                gap,
+                first,
+                raw,
+                out,
+            )
+        })
+    }
+
     /// Forget every cached word (frees the memory; results never depend on the cache).
     fn clear_cache(&self) {
         self.cache.clear();

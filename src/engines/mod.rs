@@ -4,7 +4,8 @@
 //! - [`bpe::BpeEngine`]: byte-level BPE (added tokens, byte-level pre-tokenizer, BPE; no normalizer);
 //! - [`wordpiece_unigram::TextEngine`]: WordPiece and Unigram (added tokens, normalizer,
 //!   text pre-tokenizer, model);
-//! - [`word_cache`]: the per-engine cache of piece -> ids that both use.
+//! - [`word_cache`]: the per-engine cache of piece -> ids that both use;
+//! - [`offsets`]: each token's span in the raw text, for both.
 //!
 //! Both implement [`Encoder`], the calls they share. Engines sit above `stages` and `models`,
 //! which never import them.
@@ -13,10 +14,12 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::engines::offsets::TokenOffsets;
 use crate::stages::added_tokens::AddedMatcher;
 use crate::Error;
 
 pub mod bpe;
+pub mod offsets;
 pub mod word_cache;
 pub mod wordpiece_unigram;
 
@@ -34,6 +37,16 @@ pub trait Encoder: Sync {
 
     /// Forget every cached word (frees the memory; results never depend on the cache).
     fn clear_cache(&self);
+
+    /// Encode one text with each token's raw span (see [`offsets`]): the ids of
+    /// [`Encoder::encode`] with character and byte offsets and added-token flags. Errors with
+    /// `Error::Unsupported` when this engine cannot tell the spans (the caller then runs the
+    /// reference).
+    fn encode_offsets(
+        &self,
+        text: &str,
+        matcher: Option<&AddedMatcher>,
+    ) -> Result<TokenOffsets, Error>;
 
     /// Encode many texts in parallel (rayon); the output order is the input order.
     fn encode_batch(

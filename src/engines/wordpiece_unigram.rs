@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use crate::engines::offsets::{text_gap, with_added_tokens, TokenOffsets};
 use crate::engines::word_cache::{ShardedCache, WordCache};
 use crate::engines::Encoder;
 use crate::models::char_bpe::{CharBpeModel, CharBpeOptions};
@@ -295,6 +296,24 @@ impl Encoder for TextEngine {
     /// Forget every cached word (results never depend on the cache).
     fn clear_cache(&self) {
         self.cache.clear();
+    }
+
+    fn encode_offsets(
+        &self,
+        text: &str,
+        matcher: Option<&AddedMatcher>,
+    ) -> Result<TokenOffsets, Error> {
+        with_added_tokens(matcher, text, &mut |gap, first, raw, out| {
+            text_gap(
+                self.normalizer.as_ref(),
+                self.pre.as_ref(),
+                &self.model,
+                gap,
+                first,
+                raw,
+                out,
+            )
+        })
     }
 
     /// Encode one text; `matcher` holds the added tokens that may match.

@@ -218,6 +218,124 @@ impl CharBpeModel {
     }
 }
 
+impl CharBpeModel {
+    /// [`encode`](Self::encode) with each token's byte span in `word`: (id, start, end). Byte
+    /// tokens span their character, a fused unknown spans its run (the reference's rule).
+    pub fn encode_spans(&self, word: &str, out: &mut Vec<(u32, usize, usize)>) {
+        if word.is_empty() {
+            return;
+        }
+        if self.options.ignore_merges {
+            if let Some(&id) = self.vocab.get(word) {
+                out.push((id, 0, word.len()));
+                return;
+            }
+        }
+        let mut symbols = Vec::new();
+        self.symbol_spans(word, &mut symbols);
+        self.merge_spans(&mut symbols);
+        out.extend(symbols);
+    }
+
+    /// [`symbols`](Self::symbols) with byte spans.
+    fn symbol_spans(&self, word: &str, out: &mut Vec<(u32, usize, usize)>) {
+        let o = &self.options;
+        let mut pending: Option<(u32, usize, usize)> = None;
+        let mut decorated = String::new();
+        let mut chars = word.char_indices().peekable();
+        let mut first = true;
+        while let Some((at, c)) = chars.next() {
+            let end = at + c.len_utf8();
+            let last = chars.peek().is_none();
+            decorated.clear();
+            if !first {
+                decorated.push_str(&o.prefix);
+            }
+            decorated.push(c);
+            if last {
+                decorated.push_str(&o.suffix);
+            }
+            first = false;
+            let s = decorated.as_str();
+            if let Some(&id) = self.vocab.get(s) {
+                if let Some(unk) = pending.take() {
+                    out.push(unk);
+                }
+                out.push((id, at, end));
+                continue;
+            }
+            if o.byte_fallback && s.bytes().all(|b| self.byte_ids[b as usize] != NONE) {
+                out.extend(s.bytes().map(|b| (self.byte_ids[b as usize], at, end)));
+                continue;
+            }
+            if let Some(unk) = o.unk {
+                match &mut pending {
+                    Some(p) if o.fuse_unk => p.2 = end,
+                    Some(p) => {
+                        out.push(*p);
+                        pending = Some((unk, at, end));
+                    }
+                    None => pending = Some((unk, at, end)),
+                }
+            }
+        }
+        if let Some(unk) = pending {
+            out.push(unk);
+        }
+    }
+
+    /// [`merge`](Self::merge) over symbols with spans, in place: a merged symbol spans both.
+    fn merge_spans(&self, symbols: &mut Vec<(u32, usize, usize)>) {
+        let n = symbols.len();
+        if n < 2 {
+            return;
+        }
+        let mut next: Vec<usize> = (1..=n).collect();
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut alive = vec![true; n];
+        let mut heap: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
+        for i in 0..n - 1 {
+            if let Some((rank, _)) = self.rank(symbols[i].0, symbols[i + 1].0) {
+                heap.push(Reverse((rank, i)));
+            }
+        }
+        while let Some(Reverse((rank, i))) = heap.pop() {
+            if !alive[i] || next[i] >= n {
+                continue;
+            }
+            let j = next[i];
+            let merged = match self.rank(symbols[i].0, symbols[j].0) {
+                Some((r, merged)) if r == rank => merged,
+                _ => continue,
+            };
+            symbols[i].0 = merged;
+            symbols[i].2 = symbols[j].2;
+            alive[j] = false;
+            let k = next[j];
+            next[i] = k;
+            if k < n {
+                prev[k] = i;
+                if let Some((r, _)) = self.rank(symbols[i].0, symbols[k].0) {
+                    heap.push(Reverse((r, i)));
+                }
+            }
+            let p = prev[i];
+            if p != usize::MAX {
+                if let Some((r, _)) = self.rank(symbols[p].0, symbols[i].0) {
+                    heap.push(Reverse((r, p)));
+                }
+            }
+        }
+        let mut kept = Vec::with_capacity(n);
+        let mut i = 0;
+        while i < n {
+            kept.push(symbols[i]);
+            i = next[i];
+        }
+        *symbols = kept;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,6 +113,23 @@ impl SpmBpeModel {
 
     /// Append the ids of `text` (a whole normalized text) to `out`.
     pub fn encode(&self, text: &str, out: &mut Vec<u32>) {
+        let mut finisher = Finisher::new(&self.pieces);
+        self.segments(text, &mut |piece, id| finisher.push(piece, id, out));
+    }
+
+    /// [`encode`](Self::encode) with each token's byte span in `text`: (id, start, end).
+    pub fn encode_spans(&self, text: &str, out: &mut Vec<(u32, usize, usize)>) {
+        let mut finisher = Finisher::new(&self.pieces);
+        let base = text.as_ptr() as usize;
+        self.segments(text, &mut |piece, id| {
+            // Every piece is a slice of `text` (merges and their undoing only cut it).
+            let start = piece.as_ptr() as usize - base;
+            finisher.push_span(piece, (start, start + piece.len()), id, out)
+        });
+    }
+
+    /// The final pieces in order (slices of `text`) with their ids, before the unknown rules.
+    fn segments<'t>(&self, text: &'t str, emit: &mut dyn FnMut(&'t str, u32)) {
         if text.is_empty() {
             return;
         }
@@ -197,30 +214,28 @@ impl SpmBpeModel {
                 &mut rev_merge,
             );
         }
-        let mut finisher = Finisher::new(p);
         let mut k: isize = 0;
         while k >= 0 {
             let s = &symbols[k as usize];
-            self.resegment(&text[s.start..s.end], &rev_merge, &mut finisher, out);
+            self.resegment(&text[s.start..s.end], &rev_merge, emit);
             k = s.next;
         }
     }
 
-    fn resegment(
+    fn resegment<'t>(
         &self,
-        piece: &str,
-        rev_merge: &FxHashMap<&str, (&str, &str)>,
-        finisher: &mut Finisher<'_>,
-        out: &mut Vec<u32>,
+        piece: &'t str,
+        rev_merge: &FxHashMap<&'t str, (&'t str, &'t str)>,
+        emit: &mut dyn FnMut(&'t str, u32),
     ) {
         let id = self.pieces.piece_to_id(piece);
         if self.pieces.types[id as usize] == UNUSED {
             if let Some(&(left, right)) = rev_merge.get(piece) {
-                self.resegment(left, rev_merge, finisher, out);
-                self.resegment(right, rev_merge, finisher, out);
+                self.resegment(left, rev_merge, emit);
+                self.resegment(right, rev_merge, emit);
                 return;
             }
         }
-        finisher.push(piece, id, out);
+        emit(piece, id);
     }
 }

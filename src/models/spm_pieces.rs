@@ -187,4 +187,31 @@ impl<'a> Finisher<'a> {
         }
         self.prev_unk = is_unk;
     }
+    /// [`push`](Self::push) with the piece's byte span in the text: a fused unknown run spans
+    /// the run, each byte piece of an unknown piece spans that piece.
+    #[inline]
+    pub fn push_span(
+        &mut self,
+        text: &str,
+        span: (usize, usize),
+        id: u32,
+        out: &mut Vec<(u32, usize, usize)>,
+    ) {
+        let is_unk = id == self.pieces.unk_id;
+        let (start, end) = span;
+        if is_unk {
+            if let Some(bytes) = &self.pieces.byte_ids {
+                out.extend(text.bytes().map(|b| (bytes[b as usize], start, end)));
+            } else if self.prev_unk {
+                if let Some(last) = out.last_mut() {
+                    last.2 = end;
+                }
+            } else {
+                out.push((id, start, end));
+            }
+        } else {
+            out.push((id, start, end));
+        }
+        self.prev_unk = is_unk;
+    }
 }

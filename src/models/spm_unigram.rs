@@ -66,6 +66,20 @@ impl SpmUnigramModel {
 
     /// Append the ids of `text` (a whole normalized text) to `out`.
     pub fn encode(&self, text: &str, out: &mut Vec<u32>) {
+        let mut finisher = Finisher::new(&self.pieces);
+        self.segments(text, &mut |s, e, id| finisher.push(&text[s..e], id, out));
+    }
+
+    /// [`encode`](Self::encode) with each token's byte span in `text`: (id, start, end).
+    pub fn encode_spans(&self, text: &str, out: &mut Vec<(u32, usize, usize)>) {
+        let mut finisher = Finisher::new(&self.pieces);
+        self.segments(text, &mut |s, e, id| {
+            finisher.push_span(&text[s..e], (s, e), id, out)
+        });
+    }
+
+    /// The best path's pieces in order, as (start, end, id) byte spans, before the unknown rules.
+    fn segments(&self, text: &str, emit: &mut dyn FnMut(usize, usize, u32)) {
         let n = text.len();
         if n == 0 {
             return;
@@ -112,9 +126,8 @@ impl SpmUnigramModel {
             path.push((s, end, id));
             end = s;
         }
-        let mut finisher = Finisher::new(&self.pieces);
         for &(s, e, id) in path.iter().rev() {
-            finisher.push(&text[s..e], id, out);
+            emit(s, e, id);
         }
     }
 }

@@ -36,6 +36,16 @@ impl WordLevelModel {
     }
 }
 
+impl WordLevelModel {
+    /// [`encode`](Self::encode) with the token's byte span: the whole word.
+    pub fn encode_spans(&self, word: &str, out: &mut Vec<(u32, usize, usize)>) {
+        if !word.is_empty() {
+            let id = self.vocab.get(word).copied().unwrap_or(self.unk);
+            out.push((id, 0, word.len()));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -195,6 +195,41 @@ impl WordPieceModel {
     }
 }
 
+impl WordPieceModel {
+    /// [`encode`](Self::encode) with each token's byte span in `word`: (id, start, end). The
+    /// unknown token spans the whole word.
+    pub fn encode_spans(&self, word: &str, out: &mut Vec<(u32, usize, usize)>) {
+        if word.is_empty() {
+            return;
+        }
+        if word.len() > self.max_chars && word.chars().count() > self.max_chars {
+            out.push((self.unk, 0, word.len()));
+            return;
+        }
+        let bytes = word.as_bytes();
+        let mark = out.len();
+        let mut start = 0;
+        while start < bytes.len() {
+            let trie = if start == 0 {
+                &self.initial
+            } else {
+                &self.continuation
+            };
+            match trie.longest(bytes, start) {
+                Some((end, id)) => {
+                    out.push((id, start, end));
+                    start = end;
+                }
+                None => {
+                    out.truncate(mark);
+                    out.push((self.unk, 0, word.len()));
+                    return;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,9 +7,11 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyList, PyString, PyTuple};
+use rayon::prelude::*;
 
 use crate::engines::bpe::BpeEngine;
+use crate::engines::offsets::TokenOffsets;
 use crate::engines::wordpiece_unigram::{Model, TextEngine};
 use crate::engines::Encoder;
 use crate::models::bpe::BpeModel;
@@ -19,6 +21,7 @@ use crate::models::spm_unigram::SpmUnigramModel;
 use crate::py::id_lists::IdLists;
 use crate::py::parse_json;
 use crate::py::stages::text_stages;
+use crate::py::text::text_as_utf8;
 use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
 
@@ -55,12 +58,70 @@ macro_rules! engine_pymethods {
                     .encode_batch(py, texts, |t| self.inner.encode(t, matcher.as_deref()))
             }
 
+            /// Ids of `text` with each token's raw span: a tuple of lists (ids, starts, ends,
+            /// byte_starts, byte_ends, added), offsets in code points and in UTF-8 bytes of
+            /// `text`, `added` true for added tokens. ValueError "not supported by the fast
+            /// path" when this engine cannot tell the spans.
+            fn encode_offsets<'py>(
+                &self,
+                py: Python<'py>,
+                text: &Bound<'_, PyString>,
+                matchable: Vec<String>,
+            ) -> PyResult<Bound<'py, PyTuple>> {
+                let matcher = self.inner.matcher(&matchable)?;
+                let text = text_as_utf8(text)?;
+                let text: &str = &text;
+                let found = py.detach(|| self.inner.encode_offsets(text, matcher.as_deref()))?;
+                offsets_tuple(py, &self.lists, &found)
+            }
+
+            /// `encode_offsets` of many texts, in parallel with the GIL released: a list of
+            /// tuples.
+            fn encode_offsets_batch<'py>(
+                &self,
+                py: Python<'py>,
+                texts: Vec<Bound<'_, PyString>>,
+                matchable: Vec<String>,
+            ) -> PyResult<Bound<'py, PyList>> {
+                let matcher = self.inner.matcher(&matchable)?;
+                let owned = texts.iter().map(text_as_utf8).collect::<PyResult<Vec<_>>>()?;
+                let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+                let found = py.detach(|| {
+                    views
+                        .par_iter()
+                        .map(|t| self.inner.encode_offsets(t, matcher.as_deref()))
+                        .collect::<Result<Vec<_>, _>>()
+                })?;
+                let tuples = found
+                    .iter()
+                    .map(|f| offsets_tuple(py, &self.lists, f))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, tuples)
+            }
+
             /// Forget the cached words (results never depend on the cache).
             fn clear_cache(&self) {
                 self.inner.clear_cache();
             }
         }
     };
+}
+
+/// The columns of [`TokenOffsets`] as a Python tuple of six lists.
+fn offsets_tuple<'py>(
+    py: Python<'py>,
+    lists: &IdLists,
+    found: &TokenOffsets,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let items: [Bound<'py, PyAny>; 6] = [
+        lists.ids_list(py, &found.ids)?.into_any(),
+        PyList::new(py, &found.starts)?.into_any(),
+        PyList::new(py, &found.ends)?.into_any(),
+        PyList::new(py, &found.byte_starts)?.into_any(),
+        PyList::new(py, &found.byte_ends)?.into_any(),
+        PyList::new(py, &found.added)?.into_any(),
+    ];
+    PyTuple::new(py, items)
 }
 
 /// The byte-level BPE fast path (see `tinyllm.tok.models.bpe.BPETokenizer`).
@@ -108,6 +169,17 @@ engine_pymethods!(PyBpeEngine {
             inner: BpeEngine::new(model, pre, added).with_normalizer(normalizer),
             lists: IdLists::new(py, max_id)?,
         })
+    }
+
+    /// Hand over the model's token strings by id (None for ids without one) and its unknown
+    /// id, which `encode_offsets` needs to tell each token's bytes; later calls do nothing.
+    fn set_token_texts(&self, py: Python<'_>, texts: Vec<Option<String>>, unk: Option<u32>) {
+        py.detach(|| self.inner.set_token_texts(&texts, unk));
+    }
+
+    /// Whether `set_token_texts` was called.
+    fn has_token_texts(&self) -> bool {
+        self.inner.has_token_texts()
     }
 
     /// BPE-dropout ids of `text` (probability `p`, stream key `key`); see

@@ -161,3 +161,14 @@ impl IdLists {
         PyList::new(py, lists)
     }
 }
+
+impl IdLists {
+    /// `ids` as a list of the shared ints.
+    pub(crate) fn ids_list<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &[u32],
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.list(py, ids)
+    }
+}

@@ -525,6 +525,32 @@ impl ByteLevelPreTokenizer {
     }
 }
 
+impl ByteLevelPreTokenizer {
+    /// The byte spans of `text` that the stages before ByteLevel cut (empty ones included), in
+    /// order: what [`for_each_piece`](Self::for_each_piece) hands to ByteLevel.
+    pub fn stage_spans(&self, text: &str) -> Result<Vec<(usize, usize)>, Error> {
+        let mut spans = vec![(0usize, text.len())];
+        for stage in &self.stages {
+            let mut next = Vec::with_capacity(spans.len() * 2);
+            for &(s, e) in &spans {
+                next.extend(
+                    stage
+                        .split(&text[s..e])?
+                        .into_iter()
+                        .map(|(a, b)| (s + a, s + b)),
+                );
+            }
+            spans = next;
+        }
+        Ok(spans)
+    }
+
+    /// The options of the final ByteLevel stage.
+    pub fn byte_level(&self) -> ByteLevel {
+        self.byte_level
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -168,6 +168,97 @@ impl SpmNormalizer {
     }
 }
 
+impl SpmNormalizer {
+    /// [`normalize`](Self::normalize) with offsets: `align` gets, per output character, the source
+    /// characters (start, end) it came from: start where the rule that wrote it began, end where
+    /// the next character's rule began (the Python reference's `SpmNormalizer.align`, from
+    /// sentencepiece's norm_to_orig byte map).
+    pub fn normalize_aligned(&self, text: &str, out: &mut String, align: &mut Vec<(u32, u32)>) {
+        let mut to_orig: Vec<usize> = Vec::with_capacity(text.len() + 4);
+        self.normalize_with_origins(text, out, &mut to_orig);
+        let mut char_at = vec![0u32; text.len() + 1];
+        let mut k = 0u32;
+        for (i, c) in text.char_indices() {
+            char_at[i..i + c.len_utf8()].fill(k);
+            k += 1;
+        }
+        char_at[text.len()] = k;
+        align.clear();
+        let mut starts = out.char_indices().map(|(i, _)| i).peekable();
+        while let Some(s) = starts.next() {
+            let e = starts.peek().copied().unwrap_or(out.len());
+            align.push((char_at[to_orig[s]], char_at[to_orig[e]]));
+        }
+    }
+
+    /// `normalize`, with `to_orig[b]` = the source byte offset output byte `b` came from, plus
+    /// one final entry (the end), as sentencepiece's Normalize returns them.
+    fn normalize_with_origins(&self, text: &str, out: &mut String, to_orig: &mut Vec<usize>) {
+        out.clear();
+        to_orig.clear();
+        let mut rest = text;
+        let consumed = |rest: &str| text.len() - rest.len();
+        if self.remove_extra_whitespaces {
+            while !rest.is_empty() {
+                let (rep, n) = self.prefix(rest);
+                if rep != " " {
+                    break;
+                }
+                rest = advance(rest, n);
+            }
+        }
+        if rest.is_empty() {
+            to_orig.push(consumed(rest));
+            return;
+        }
+        let space = if self.escape_whitespaces { SPACE } else { " " };
+        let add_ws = |out: &mut String, to_orig: &mut Vec<usize>, at: usize| {
+            out.push_str(space);
+            to_orig.extend(std::iter::repeat_n(at, space.len()));
+        };
+        if !self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            add_ws(out, to_orig, consumed(rest));
+        }
+        let mut is_prev_space = self.remove_extra_whitespaces;
+        while !rest.is_empty() {
+            let at = consumed(rest);
+            let (mut rep, n) = self.prefix(rest);
+            if is_prev_space {
+                rep = rep.trim_start_matches(' ');
+            }
+            if !rep.is_empty() {
+                for c in rep.chars() {
+                    if c == ' ' && self.escape_whitespaces {
+                        out.push_str(SPACE);
+                        to_orig.extend(std::iter::repeat_n(at, SPACE.len()));
+                    } else {
+                        out.push(c);
+                        to_orig.extend(std::iter::repeat_n(at, c.len_utf8()));
+                    }
+                }
+                is_prev_space = rep.ends_with(' ');
+            }
+            rest = advance(rest, n);
+            if !self.remove_extra_whitespaces {
+                is_prev_space = false;
+            }
+        }
+        let mut end = consumed(rest);
+        if self.remove_extra_whitespaces {
+            while out.ends_with(space) {
+                let length = out.len() - space.len();
+                end = to_orig[length];
+                out.truncate(length);
+                to_orig.truncate(length);
+            }
+        }
+        if self.treat_whitespace_as_suffix && self.add_dummy_prefix {
+            add_ws(out, to_orig, end);
+        }
+        to_orig.push(end);
+    }
+}
+
 /// `s` without its first `n` bytes. A rule that consumed bytes ending inside a character (a
 /// darts walk through a NUL can in principle) moves on to the next character boundary.
 #[inline]

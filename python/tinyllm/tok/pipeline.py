@@ -17,7 +17,7 @@ import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from tinyllm import _native
 from tinyllm._io import atomic_write_json
@@ -55,6 +55,21 @@ class _Token:
     end: int
     byte_start: int  # raw UTF-8 bytes
     byte_end: int
+
+
+class _Columns(NamedTuple):
+    """The tokens of one text as columns (the fields of `_Token`, one list each)."""
+
+    ids: list
+    starts: list  # raw code points
+    ends: list
+    byte_starts: list  # raw UTF-8 bytes
+    byte_ends: list
+    special: list
+
+
+# The engine's message for a pipeline whose offsets it cannot tell (crate::Error::Unsupported).
+_UNSUPPORTED = "not supported by the fast path"
 
 
 class PipelineTokenizer(TokenizerBase):
@@ -263,7 +278,9 @@ class PipelineTokenizer(TokenizerBase):
 
         With `add_special` (the default here, since pairs exist for models that separate them) the
         post-processor's `pair` template applies (`[CLS] A [SEP] B [SEP]`); each offset indexes the
-        text its token came from, as `sequence_ids` tells.
+        text its token came from, as `sequence_ids` tells. With an engine attached, the ids and
+        offsets come from it (`encode_offsets`, the reference's rule in Rust); only the template
+        is applied here.
         """
         if offset_coordinate not in COORDINATES:
             raise ValueError(
@@ -276,23 +293,60 @@ class PipelineTokenizer(TokenizerBase):
                 continue
             t = clean_text(require_str(t, f"encode: {label}"))
             raise_if_disallowed(t, policy)
-            parts.append(self._encode_reference(t, policy))
+            parts.append(self._token_columns(t, policy))
         processor = self.post_processor or PostProcessor()
-        wrapped = processor.apply_pair([t.id for t in parts[0]],
-                                       [t.id for t in parts[1]] if len(parts) > 1 else None, add_special)
-        tokens = iter(parts[0] + (parts[1] if len(parts) > 1 else []))
+        wrapped = processor.apply_pair(parts[0].ids, parts[1].ids if len(parts) > 1 else None, add_special)
+        by_chars = offset_coordinate == "raw_codepoints"
+        specials, starts, ends = [], [], []
+        for part in parts:
+            specials += part.special
+            starts += part.starts if by_chars else part.byte_starts
+            ends += part.ends if by_chars else part.byte_ends
         mask, spans = [], []
+        k = 0
         for inserted, forced in zip(wrapped.inserted, wrapped.mask):
             if inserted:
                 mask.append(forced is not False)
                 spans.append(None)  # inserted by the template: no source span
                 continue
-            t = next(tokens)
-            mask.append(t.special if forced is None else forced)
-            spans.append((t.start, t.end) if offset_coordinate == "raw_codepoints" else (t.byte_start, t.byte_end))
-        pieces = [self._token_of(i, "encode") for i in wrapped.ids]
+            mask.append(specials[k] if forced is None else forced)
+            spans.append((starts[k], ends[k]))
+            k += 1
+        table = self._id_to_token
+        pieces = [table[i] for i in wrapped.ids]
+        if None in pieces:  # an id without a token: raise, naming it
+            pieces = [self._token_of(i, "encode") for i in wrapped.ids]
         return EncodedSequence(wrapped.ids, pieces, mask, spans, offset_coordinate,
                                wrapped.type_ids, wrapped.sequence_ids)
+
+    def _token_columns(self, text: str, policy: SpecialPolicy) -> "_Columns":
+        """The tokens of one clean text with their raw offsets, as columns: from the engine when
+        one is attached (`encode_offsets`), else from the reference."""
+        if self._fast is not None:
+            try:
+                return self._fast_columns(text, list(self._matchable(policy)))
+            except ValueError as e:
+                if _is_regex_failure(e):
+                    _native.slow_path(type(self).__name__, "pre_tokenizer",
+                                      f"the Rust regex engine gave up on one text ({e})")
+                elif str(e).startswith(_UNSUPPORTED):
+                    _native.slow_path(type(self).__name__, "offsets", f"the engine cannot tell token spans ({e})")
+                else:
+                    raise
+        tokens = self._encode_reference(text, policy)
+        return _Columns([t.id for t in tokens], [t.start for t in tokens], [t.end for t in tokens],
+                        [t.byte_start for t in tokens], [t.byte_end for t in tokens], [t.special for t in tokens])
+
+    def _fast_columns(self, text: str, matchable: list[str]) -> "_Columns":
+        fast = self._fast
+        if getattr(fast, "has_token_texts", None) is not None and not fast.has_token_texts():
+            # Byte-level offsets need each token's byte length: handed over on first use, so
+            # that loading a tokenizer does not pay for it.
+            fast.set_token_texts(list(self.model.id_to_token), self.model.unk_id)
+        ids, starts, ends, byte_starts, byte_ends, added = fast.encode_offsets(text, matchable)
+        special_ids = self._special_id_set
+        special = [a and i in special_ids for i, a in zip(ids, added)] if True in added else added
+        return _Columns(ids, starts, ends, byte_starts, byte_ends, special)
 
     def _matchable(self, policy: SpecialPolicy) -> frozenset[str]:
         return self._always | policy.allowed
@@ -454,7 +508,8 @@ def _semantic_stage(stage) -> Optional[dict]:
 def _resolve_stage(doc: dict) -> dict:
     kind = doc.get("type")
     if kind == "Sequence":
-        key = "normalizers" if "normalizers" in doc else "pretokenizers"
+        # A Sequence of normalizers, pre-tokenizers, post-processors (Llama-3) or decoders.
+        key = next(k for k in ("normalizers", "pretokenizers", "processors", "decoders") if k in doc)
         return dict(doc, **{key: [_resolve_stage(d) for d in doc[key]]})
     if kind == "Precompiled":
         blob = base64.b64decode(doc["precompiled_charsmap"])
