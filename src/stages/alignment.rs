@@ -2,8 +2,8 @@
 //! the rule of `tinyllm.tok.text.alignment` (the Python reference), reproduced exactly so the
 //! engines' offsets equal the reference's.
 //!
-//! A top-level `Sequence` is aligned stage by stage and the spans composed. `Prepend`, `Strip`
-//! and the SentencePiece normalizer know their own alignment. Any other stage is cut into chunks
+//! A top-level `Sequence` is aligned stage by stage and the spans composed. `Prepend`, `Strip`,
+//! NFC/NFKC (composition pieces) and the SentencePiece normalizer know their own alignment. Any other stage is cut into chunks
 //! that normalize independently: a chunk grows while `normalize(chunk + next)` differs from
 //! `normalize(chunk) + normalize(next)` (a combining mark after its base, a second space that a
 //! `Replace(" {2,}", " ")` folds); every output character of a chunk spans the chunk. Should the
@@ -16,6 +16,7 @@
 //! Spans are `(start, end)` in characters of the stage's input, composed into characters of the
 //! raw text; an inserted character (SentencePiece's dummy prefix) gets an empty span.
 
+use crate::stages::compose::compose_aligned;
 use crate::stages::normalizers::{Normalizer, Strip};
 
 /// (start, end) in characters of the source text.
@@ -102,6 +103,13 @@ fn align_stage(stage: &Normalizer, text: &str, out: &mut String, align: &mut Vec
             align.extend((start..start + kept.chars().count() as u32).map(|i| (i, i + 1)));
         }
         Normalizer::SentencePiece(n) => n.normalize_aligned(text, out, align),
+        Normalizer::Nfc | Normalizer::Nfkc => {
+            // Composition pieces, the reference's `compose.align` rule (coarser than chunks:
+            // every character of `e` + three acutes spans all four).
+            let (composed, spans) = compose_aligned(text, matches!(stage, Normalizer::Nfkc));
+            out.push_str(&composed);
+            align.extend(spans.into_iter().map(|(s, e)| (s as u32, e as u32)));
+        }
         _ => chunk_align(stage, text, out, align),
     }
 }

@@ -107,6 +107,7 @@ MAKERS = {
     "spm-unigram-identity": lambda: _spm("unigram_identity"),
     "llama3": lambda: _family("llama3"),
     "deepseek-v3": lambda: _family("deepseek-v3"),
+    "qwen2": lambda: _family("qwen2"),  # NFC: composition pieces align on the engine as on the reference
 }
 
 
