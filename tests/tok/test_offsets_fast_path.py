@@ -137,22 +137,25 @@ def _fields(enc) -> tuple:
             enc.sequence_ids)
 
 
-def _check_same(tok, a, b, *, add_special: bool, allowed) -> None:
+def _check_same(tok, a, b, *, add_special: bool, allowed, coordinate: str) -> None:
+    """One text (through encode_structured) or a pair (encode_pair): every field equal."""
     spied, spy = _spied(tok)
     reference = tok.use_reference()
-    for coordinate in COORDINATES:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", SlowPathWarning)  # never silently on the reference
-            fast = spied.encode_pair(a, b, add_special, allowed_special=allowed, offset_coordinate=coordinate)
-        slow = reference.encode_pair(a, b, add_special, allowed_special=allowed, offset_coordinate=coordinate)
-        assert _fields(fast) == _fields(slow), (a, b, coordinate)
-    single = spied.encode_structured(a, add_special, allowed_special=allowed)
-    assert _fields(single) == _fields(reference.encode_structured(a, add_special, allowed_special=allowed))
-    assert spy.calls == 2 * (2 if b is not None else 1) + 1  # the engine produced every offset
+    options = dict(allowed_special=allowed, offset_coordinate=coordinate)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowPathWarning)  # never silently on the reference
+        if b is None:
+            fast = spied.encode_structured(a, add_special, **options)
+            slow = reference.encode_structured(a, add_special, **options)
+        else:
+            fast = spied.encode_pair(a, b, add_special, **options)
+            slow = reference.encode_pair(a, b, add_special, **options)
+    assert _fields(fast) == _fields(slow), (a, b, coordinate)
+    assert spy.calls == (1 if b is None else 2)  # the engine produced every offset
 
 
 @pytest.mark.parametrize("name", list(MAKERS))
-@settings(max_examples=12)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_fast_pairs_equal_the_reference(name, data):
     tok = tokenizer(name)
@@ -161,15 +164,17 @@ def test_fast_pairs_equal_the_reference(name, data):
     b = data.draw(st.none() | mixed_text(added), label="b")
     add_special = data.draw(st.booleans(), label="add_special")
     allowed = data.draw(st.sampled_from([(), "all"]), label="allowed_special")
-    _check_same(tok, a, b, add_special=add_special, allowed=allowed)
+    coordinate = data.draw(st.sampled_from(COORDINATES), label="offset_coordinate")
+    _check_same(tok, a, b, add_special=add_special, allowed=allowed, coordinate=coordinate)
 
 
 @pytest.mark.parametrize("name", list(MAKERS))
 def test_fast_pairs_equal_the_reference_on_stress_strings(name):
     tok = tokenizer(name)
-    strings = stress.stress_strings(24, seed=7)
-    for a, b in zip(strings, strings[1:] + [None]):
-        _check_same(tok, a, b, add_special=True, allowed="all")
+    # Short ones: the reference's BPE is quadratic in a piece's length.
+    strings = [t for t in stress.stress_strings(60, seed=7) if len(t) <= 60][:24]
+    for k, (a, b) in enumerate(zip(strings, strings[1:] + [None])):
+        _check_same(tok, a, b if k % 3 else None, add_special=True, allowed="all", coordinate=COORDINATES[k % 2])
 
 
 # -- against Hugging Face ----------------------------------------------------------------------------
