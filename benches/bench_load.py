@@ -132,6 +132,8 @@ def check_ids(path: Path, peer: str) -> str:
         import tokenizers
 
         ref = tokenizers.Tokenizer.from_file(str(path))
+        ref.no_padding()  # BERT's file pads to 128; tinyllm ignores padding and truncation
+        ref.no_truncation()
         want = [ref.encode(s, add_special_tokens=False).ids for s in SAMPLES]
     elif peer == "tiktoken":
         import tiktoken

@@ -15,8 +15,13 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+#[cfg(test)]
+use crate::text::base64::decode_base64;
+use crate::text::byte_alphabet::token_string;
 
 /// Ids index dense tables, so they are bounded (as in the Python reader).
 pub const MAX_ID: u64 = (1 << 24) - 1;
@@ -195,14 +200,7 @@ impl BpeTables {
         let mut d = serde_json::Deserializer::from_slice(vocab_json);
         VocabSeed(&mut t).deserialize(&mut d).ok()?;
         d.end().ok()?;
-        let max = t.ids.iter().copied().max();
-        t.by_id = vec![NONE; max.map_or(0, |m| m as usize + 1)];
-        for (k, &id) in t.ids.iter().enumerate() {
-            if t.by_id[id as usize] != NONE {
-                return None; // a repeated id
-            }
-            t.by_id[id as usize] = k as u32;
-        }
+        t.fill_by_id()?; // None for a repeated id
         let cut = prefix.map_or(0, str::len);
         let mut d = serde_json::Deserializer::from_slice(merges_json);
         MergesSeed {
@@ -213,6 +211,106 @@ impl BpeTables {
         .ok()?;
         d.end().ok()?;
         Some(t)
+    }
+
+    /// The tables of a tiktoken `.tiktoken` file (`base64(token bytes) SPACE rank` lines) with
+    /// `specials` (text, id) added after the ranks in id order: tokens spelled in the GPT-2 byte
+    /// alphabet, id = rank, and the merges tiktoken's rank rule implies (every split of a token
+    /// into two ranked parts, ordered by (token rank, left rank, right rank); see
+    /// `tinyllm.tok.formats.tiktoken.derive_merges`). None for anything the Python reader would
+    /// refuse or might read differently (it then reads the file and words the error).
+    pub fn from_tiktoken(data: &[u8], specials: &[(String, u32)]) -> Option<Self> {
+        // Python splits lines at \r too and fields at any ASCII whitespace: leave those to it.
+        if data
+            .iter()
+            .any(|&b| matches!(b, b'\r' | b'\t' | 0x0b | 0x0c))
+        {
+            return None;
+        }
+        // Token bytes decoded into one buffer: (start, end, rank) per line.
+        let mut bytes: Vec<u8> = Vec::with_capacity(data.len() / 2);
+        let mut spans: Vec<(u32, u32, u32)> = Vec::with_capacity(data.len() / 12);
+        for line in data.split(|&b| b == b'\n') {
+            let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+            let (token, rank) = match (fields.next(), fields.next(), fields.next()) {
+                (None, _, _) => continue, // a blank line
+                (Some(token), Some(rank), None) => (token, rank),
+                _ => return None,
+            };
+            if rank.is_empty() || !rank.iter().all(u8::is_ascii_digit) || rank.len() > 9 {
+                return None;
+            }
+            let rank: u64 = std::str::from_utf8(rank).ok()?.parse().ok()?;
+            let start = bytes.len();
+            strict_base64_into(token, &mut bytes)?;
+            if bytes.len() == start || rank > MAX_ID {
+                return None;
+            }
+            spans.push((start as u32, bytes.len() as u32, rank as u32));
+        }
+        let token = |&(start, end, _): &(u32, u32, u32)| &bytes[start as usize..end as usize];
+        let ranks = RankMap::new(spans.iter().map(|s| (token(s), s.2)));
+        if ranks.len() != spans.len() || (0..=255u8).any(|b| ranks.get(&[b]).is_none()) {
+            return None; // a repeated token, or a byte without a rank
+        }
+        let mut t = BpeTables::default();
+        t.tokens.reserve(spans.len() + specials.len());
+        for s in &spans {
+            t.push(token_string(token(s)).into(), s.2)?;
+        }
+        let mut specials: Vec<&(String, u32)> = specials.iter().collect();
+        specials.sort_by_key(|s| s.1);
+        for (content, id) in specials {
+            if u64::from(*id) > MAX_ID || t.index.contains_key(content.as_str()) {
+                return None;
+            }
+            t.push(content.as_str().into(), *id)?;
+        }
+        t.fill_by_id()?;
+        // Every split of every token into two ranked parts, in parallel (a quarter of a million
+        // tokens for o200k), each token's sorted by (left, right); files list tokens by rank, and
+        // then that is the whole order without a global sort.
+        let in_rank_order = spans.windows(2).all(|w| w[0].2 < w[1].2);
+        let mut keyed: Vec<(u32, u32, u32)> = spans
+            .par_iter()
+            .flat_map_iter(|s| {
+                let token = token(s);
+                let mut splits: Vec<(u32, u32, u32)> = (1..token.len())
+                    .filter_map(|k| Some((s.2, ranks.get(&token[..k])?, ranks.get(&token[k..])?)))
+                    .collect();
+                splits.sort_unstable();
+                splits
+            })
+            .collect();
+        if !in_rank_order {
+            keyed.par_sort_unstable();
+        }
+        t.merges = keyed.into_iter().map(|(m, l, r)| (l, r, m)).collect();
+        Some(t)
+    }
+
+    /// Append a new token (None if it is already there).
+    fn push(&mut self, token: Box<str>, id: u32) -> Option<()> {
+        let position = self.tokens.len() as u32;
+        if self.index.insert(token.clone(), position).is_some() {
+            return None;
+        }
+        self.tokens.push(token);
+        self.ids.push(id);
+        Some(())
+    }
+
+    /// Fill `by_id` from `ids`; None when an id repeats.
+    fn fill_by_id(&mut self) -> Option<()> {
+        let max = self.ids.iter().copied().max();
+        self.by_id = vec![NONE; max.map_or(0, |m| m as usize + 1)];
+        for (k, &id) in self.ids.iter().enumerate() {
+            if self.by_id[id as usize] != NONE {
+                return None;
+            }
+            self.by_id[id as usize] = k as u32;
+        }
+        Some(())
     }
 
     /// The id of `token`.
@@ -247,6 +345,105 @@ impl BpeTables {
     }
 }
 
+/// Token bytes -> rank, with the short tokens (most lookups) packed into integer keys: no slice
+/// hashing or comparison for them.
+struct RankMap<'a> {
+    short: FxHashMap<u64, u32>,
+    long: FxHashMap<&'a [u8], u32>,
+}
+
+impl<'a> RankMap<'a> {
+    fn new(entries: impl Iterator<Item = (&'a [u8], u32)>) -> Self {
+        let mut map = RankMap {
+            short: FxHashMap::default(),
+            long: FxHashMap::default(),
+        };
+        for (token, rank) in entries {
+            match Self::pack(token) {
+                Some(key) => map.short.insert(key, rank),
+                None => map.long.insert(token, rank),
+            };
+        }
+        map
+    }
+
+    /// Up to 7 bytes and the length in one u64.
+    #[inline]
+    fn pack(token: &[u8]) -> Option<u64> {
+        if token.len() > 7 {
+            return None;
+        }
+        let mut buf = [0u8; 8];
+        buf[..token.len()].copy_from_slice(token);
+        buf[7] = token.len() as u8;
+        Some(u64::from_le_bytes(buf))
+    }
+
+    #[inline]
+    fn get(&self, token: &[u8]) -> Option<u32> {
+        match Self::pack(token) {
+            Some(key) => self.short.get(&key).copied(),
+            None => self.long.get(token).copied(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+}
+
+/// Standard base64 as Python's `b64decode(validate=True)` takes it, and stricter: only the
+/// alphabet, then at most two `=`, in whole groups of four; decoded onto `out` (None otherwise).
+fn strict_base64_into(field: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let digits = field.iter().position(|&b| b == b'=').unwrap_or(field.len());
+    let padding = &field[digits..];
+    if field.len() % 4 != 0 || padding.len() > 2 || padding.iter().any(|&b| b != b'=') {
+        return None;
+    }
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for &ch in &field[..digits] {
+        let value = match ch {
+            b'A'..=b'Z' => ch - b'A',
+            b'a'..=b'z' => ch - b'a' + 26,
+            b'0'..=b'9' => ch - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | value as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(())
+}
+
+#[cfg(test)]
+fn strict_base64(field: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    strict_base64_into(field, &mut out).map(|()| out)
+}
+
+/// (old) Standard base64, kept for the comparison test.
+#[cfg(test)]
+fn strict_base64_reference(field: &[u8]) -> Option<Vec<u8>> {
+    let digits = field.iter().position(|&b| b == b'=').unwrap_or(field.len());
+    let padding = &field[digits..];
+    if field.len() % 4 != 0 || padding.len() > 2 || padding.iter().any(|&b| b != b'=') {
+        return None;
+    }
+    if !field[..digits]
+        .iter()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
+    {
+        return None;
+    }
+    decode_base64(std::str::from_utf8(field).ok()?).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +466,78 @@ mod tests {
             (Some("a"), None, None)
         );
         assert_eq!(t.merges(), [(2, 1, 5), (2, 1, 5)]);
+    }
+
+    #[test]
+    fn tiktoken_ranks_give_tokens_and_the_implied_merges() {
+        let mut text = String::new();
+        for b in 0..=255u8 {
+            text.push_str(&format!("{} {b}\n", encode(&[b])));
+        }
+        text.push_str(&format!(
+            "{} 256\n\n{} 257\n",
+            encode(b"ab"),
+            encode(b"abc")
+        ));
+        let t = BpeTables::from_tiktoken(text.as_bytes(), &[("<|end|>".into(), 300)]).unwrap();
+        assert_eq!(t.token_id("Ġ"), Some(32));
+        assert_eq!(
+            (t.token(257), t.token(300), t.id_count()),
+            (Some("abc"), Some("<|end|>"), 301)
+        );
+        assert_eq!(t.merges(), [(97, 98, 256), (256, 99, 257)]);
+        // A repeated rank, a special on a rank, a bad line: left to the Python reader.
+        for bad in [
+            format!("{text}{} 5\n", encode(b"xy")),
+            format!("{text}x\n"),
+            format!("{text}QQ 5x\n"),
+        ] {
+            assert!(BpeTables::from_tiktoken(bad.as_bytes(), &[]).is_none());
+        }
+        assert!(BpeTables::from_tiktoken(text.as_bytes(), &[("<|end|>".into(), 5)]).is_none());
+        assert!(BpeTables::from_tiktoken(text.replace('\n', "\r\n").as_bytes(), &[]).is_none());
+    }
+
+    fn encode(bytes: &[u8]) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |acc, (k, &b)| acc | (b as u32) << (16 - 8 * k));
+            for k in 0..4 {
+                out.push(if k <= chunk.len() {
+                    ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char
+                } else {
+                    '='
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn strict_base64_decodes_as_the_crate_decoder() {
+        for n in 0..40u8 {
+            let field = encode(
+                &(0..n)
+                    .map(|k| k.wrapping_mul(37).wrapping_add(n))
+                    .collect::<Vec<_>>(),
+            );
+            assert_eq!(
+                strict_base64(field.as_bytes()),
+                strict_base64_reference(field.as_bytes())
+            );
+        }
+    }
+
+    #[test]
+    fn strict_base64_takes_only_whole_padded_groups() {
+        assert_eq!(strict_base64(b"YWI=").unwrap(), b"ab");
+        for bad in [&b"YWI"[..], b"YW==x", b"Y===", b"YW I", b"YWI-", b"=="] {
+            assert!(strict_base64(bad).is_none());
+        }
     }
 
     #[test]

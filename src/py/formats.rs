@@ -103,6 +103,16 @@ impl PyBpeTables {
         })
     }
 
+    /// The tables of a `.tiktoken` file's bytes with `specials` [(text, id)] added; None when the
+    /// Python reader must read it instead (it names the problem).
+    #[staticmethod]
+    fn read_tiktoken(py: Python<'_>, data: &[u8], specials: Vec<(String, u32)>) -> Option<Self> {
+        let tables = py.detach(|| BpeTables::from_tiktoken(data, &specials))?;
+        Some(PyBpeTables {
+            inner: Arc::new(tables),
+        })
+    }
+
     /// The id of `token`, or None.
     fn token_id(&self, token: &str) -> Option<u32> {
         self.inner.token_id(token)

@@ -57,6 +57,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stages::text_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::bert_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::whitespace_split, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::precompiled_is_valid, m)?)?;
     // engines and models
     m.add_class::<engines::PyBpeEngine>()?;
     m.add_class::<engines::PyTextEngine>()?;

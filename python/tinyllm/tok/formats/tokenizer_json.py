@@ -635,6 +635,9 @@ def _read_light(path: str | os.PathLike) -> Optional[tuple[Any, _Big]]:
         doc = json.loads(light.decode("utf-8"), parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    if not isinstance(model, dict) or model.get("type", "BPE" if "merges" in model else None) != "BPE":
+        return None  # only BPE reads its tables in Rust: read other models whole at once
     return doc, _Big(data, vocab, merges)
 
 
