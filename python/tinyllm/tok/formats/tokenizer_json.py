@@ -47,9 +47,6 @@ from tinyllm import _native
 from tinyllm._io import read_json_file
 from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.models.bpe import BPEModel
-from tinyllm.tok.models.unigram import UnigramModel
-from tinyllm.tok.models.wordlevel import WordLevelModel
-from tinyllm.tok.models.wordpiece import WordPieceModel
 from tinyllm.tok.stages import bert, decoders, normalizers, pre_tokenizers, processors
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.stages.precompiled import Precompiled
@@ -488,6 +485,8 @@ class _Reader:
         return vocab
 
     def wordpiece(self, doc: dict, path: str):
+        from tinyllm.tok.models.wordpiece import WordPieceModel  # imported only for a file that needs it
+
         self.object(doc, path, WORDPIECE_KEYS)
         vocab = self.vocab_ids(doc, path)
         fields = {}
@@ -503,6 +502,8 @@ class _Reader:
             raise ValueError(f"{self.source}: {e}") from None
 
     def wordlevel(self, doc: dict, path: str):
+        from tinyllm.tok.models.wordlevel import WordLevelModel
+
         self.object(doc, path, WORDLEVEL_KEYS)
         vocab = self.vocab_ids(doc, path)
         unk = doc.get("unk_token")
@@ -514,6 +515,8 @@ class _Reader:
             raise ValueError(f"{self.source}: {e}") from None
 
     def unigram(self, doc: dict, path: str):
+        from tinyllm.tok.models.unigram import UnigramModel
+
         self.object(doc, path, UNIGRAM_KEYS)
         byte_fallback = self.boolean(doc, "byte_fallback", path, default=False)
         vocab = doc.get("vocab")
