@@ -6,11 +6,12 @@
 What a CLI call or a service worker pays: each run starts a new Python process that imports the
 library and loads one file (`tinyllm.tok.load(path)`; `tokenizers.Tokenizer.from_file(path)`;
 tiktoken's `Encoding` over its own `load_tiktoken_bpe(path)`; `SentencePieceProcessor(model_file=path)`),
-then exits. The figures are the process's wall time (start to exit, interpreter start-up included)
-and its peak resident memory (the kernel's `ru_maxrss` of that child), each the median of
---repeat runs, the libraries' runs interleaved. `ratio` is tinyllm / peer: at most 1.0 means
-tinyllm loads at least as fast and as small. A last check loads each file once in this process
-and compares ids of a few strings with the peer's, so a fast load cannot hide a wrong one.
+then exits, with bytecode caching on (as for an installed package). The figures are the process's
+wall time (start to exit, interpreter start-up included) and its peak resident memory (the
+kernel's `ru_maxrss` of that child), each the median of --repeat runs, the libraries' runs
+interleaved. `ratio` is tinyllm / peer: at most 1.0 means tinyllm loads at least as fast and as
+small. `same ids` loads each file once more (in a child) and compares the ids of a few strings
+with the peer's, so a fast load cannot hide a wrong one.
 
 The family files (Llama-3, Qwen2, DeepSeek-V3 pipelines around the cl100k / o200k vocabularies)
 are written by tests/support/families.py into a temporary directory. Needs the bench extras
@@ -80,8 +81,12 @@ def cases(tmp: Path) -> list[tuple[str, Path, list[str]]]:
 
 
 def _child_env() -> dict:
+    """The children's environment: tinyllm from this tree, and bytecode caching on (the warm-up
+    run writes tinyllm's `__pycache__`, as installing a package does; the peers come installed),
+    so no run pays for compiling sources."""
     paths = [str(ROOT / "python"), str(ROOT), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 def run_once(code: str) -> tuple[float, float]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 
-import regex
 
 from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
 from tinyllm.tok.stages.decompose import nfd, nfkd, strip_marks
@@ -208,6 +207,8 @@ class Replace(Normalizer):
     def __post_init__(self) -> None:
         if not self.is_regex:
             return
+        import regex  # here, not at the top: only files with a Replace stage need it
+
         translated = to_python_syntax(self.pattern, "Replace")
         try:
             compiled = regex.compile(translated, regex.MULTILINE)

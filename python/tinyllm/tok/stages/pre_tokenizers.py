@@ -18,7 +18,6 @@ import functools
 import unicodedata
 from dataclasses import dataclass, field
 
-import regex
 
 from tinyllm.tok.stages import bert_tables, unicode_tables
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
@@ -127,6 +126,8 @@ class PreTokenizer:
 def _gpt2():
     """The compiled GPT-2 regex (compiled on first use: loading a file that never runs the
     reference should not pay for it)."""
+    import regex  # here, not at the top: loading a file should not pay for it
+
     return regex.compile(GPT2_PATTERN)
 
 
@@ -186,6 +187,8 @@ class Split(PreTokenizer):
     type = "Split"
 
     def __post_init__(self) -> None:
+        import regex
+
         # A regex is Oniguruma's (Hugging Face's engine), read as Python's regex in MULTILINE mode.
         if self.is_regex:
             try:
@@ -213,6 +216,8 @@ def _whitespace_piece():
     tools/gen_stage_tables.py); the matches are the pieces, what lies between is dropped.
     Compiled on first use (a large class: tens of milliseconds)."""
     word, space = class_body(unicode_tables.WORD), class_body(unicode_tables.SPACE)
+    import regex
+
     return regex.compile(f"[{word}]+|[^{word}{space}]+")
 
 

@@ -68,8 +68,6 @@ import functools
 import struct
 from collections import deque
 
-import regex
-
 from tinyllm import _native
 from tinyllm.tok.stages.normalizers import Normalizer
 
@@ -77,6 +75,8 @@ from tinyllm.tok.stages.normalizers import Normalizer
 @functools.lru_cache(maxsize=None)
 def _grapheme():
     """Grapheme clusters (compiled on first use)."""
+    import regex
+
     return regex.compile(r"\X")
 
 
