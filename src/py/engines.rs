@@ -18,12 +18,14 @@ use crate::models::bpe::BpeModel;
 use crate::models::spm_bpe::SpmBpeModel;
 use crate::models::spm_pieces::SpmPieces;
 use crate::models::spm_unigram::SpmUnigramModel;
+use crate::py::formats::PyBpeTables;
 use crate::py::id_lists::IdLists;
 use crate::py::parse_json;
 use crate::py::stages::text_stages;
 use crate::py::text::text_as_utf8;
 use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
+use crate::text::byte_alphabet::{token_bytes, BYTE_TO_CHAR};
 
 /// The `#[pymethods]` block of an engine class (a struct with `inner: impl Encoder` and
 /// `lists: IdLists`): the shared calls, then the class's own methods given in braces. (PyO3 allows
@@ -180,6 +182,53 @@ engine_pymethods!(PyBpeEngine {
     /// Whether `set_token_texts` was called.
     fn has_token_texts(&self) -> bool {
         self.inner.has_token_texts()
+    }
+
+    /// The engine over shared `tables` (`BpeTables`, read from a tokenizer.json): the byte
+    /// tokens, merges and (with `ignore_merges`) whole words come from them, without building
+    /// Python lists; the rest as for the constructor.
+    #[staticmethod]
+    #[pyo3(signature = (tables, ignore_merges, unk, added, pre_tokenizer_json, normalizer_json="null"))]
+    fn from_tables(
+        py: Python<'_>,
+        tables: &Bound<'_, PyBpeTables>,
+        ignore_merges: bool,
+        unk: Option<u32>,
+        added: Vec<(String, u32)>,
+        pre_tokenizer_json: &str,
+        normalizer_json: &str,
+    ) -> PyResult<Self> {
+        let tables = tables.get().inner.clone();
+        let normalizer = match parse_json(normalizer_json, "normalizer_json")? {
+            serde_json::Value::Null => None,
+            doc => Some(Normalizer::from_json(&doc, "normalizer_json")?),
+        };
+        let pre = ByteLevelPreTokenizer::from_json(
+            &parse_json(pre_tokenizer_json, "pre_tokenizer_json")?,
+            "pre_tokenizer_json",
+        )?;
+        let model = py.detach(|| {
+            let byte_ids: Vec<Option<u32>> = BYTE_TO_CHAR
+                .iter()
+                .map(|c| tables.token_id(c.encode_utf8(&mut [0; 4])))
+                .collect();
+            let merges: Vec<(u32, u32, u32, u32)> = (tables.merges().iter().enumerate())
+                .map(|(rank, &(l, r, m))| (l, r, rank as u32, m))
+                .collect();
+            // A token outside the byte alphabet can never equal a byte-level piece.
+            let whole = ignore_merges.then(|| {
+                (tables.entries())
+                    .filter_map(|(token, id)| token_bytes(token).ok().map(|b| (b, id)))
+                    .collect()
+            });
+            BpeModel::new(&byte_ids, &merges, whole, unk)
+        })?;
+        let max_id = (tables.id_count() as u32).saturating_sub(1);
+        let max_id = added.iter().map(|a| a.1).chain(unk).chain([max_id]).max().unwrap_or(0);
+        Ok(PyBpeEngine {
+            inner: BpeEngine::new(model, pre, added).with_normalizer(normalizer),
+            lists: IdLists::new(py, max_id)?,
+        })
     }
 
     /// BPE-dropout ids of `text` (probability `p`, stream key `key`); see

@@ -1,10 +1,15 @@
 //! File readers of `tinyllm._core`: `read_spm_pieces`, the bulk of a SentencePiece `.model`, for
-//! `tinyllm.tok.formats.sentencepiece_proto.read_model_proto`.
+//! `tinyllm.tok.formats.sentencepiece_proto.read_model_proto`; `split_tokenizer_json` and
+//! `BpeTables`, the bulk of a BPE tokenizer.json, for `tinyllm.tok.formats.tokenizer_json`.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use std::sync::Arc;
 
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::formats::bpe_tables::BpeTables;
+use crate::formats::json_spans::find_big_spans;
 use crate::formats::spm_proto::{read_pieces, Value};
 
 /// `(texts, scores, types, others, error)` of the serialized ModelProto `data`: the pieces as
@@ -49,4 +54,114 @@ pub(super) fn read_spm_pieces<'py>(
             read.error.into_pyobject(py)?.into_any(),
         ],
     )
+}
+
+/// `(light, vocab, merges)` of a tokenizer.json text: the text with the containers of
+/// `model.vocab` and `model.merges` emptied (bytes), and the (start, end) byte ranges of the
+/// effective two (None where absent or not a container); None when the text is not shaped as a
+/// tokenizer.json object (the caller then reads it whole). See `crate::formats::json_spans`.
+#[pyfunction]
+pub(super) fn split_tokenizer_json<'py>(
+    py: Python<'py>,
+    data: &[u8],
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some(spans) = py.detach(|| find_big_spans(data)) else {
+        return Ok(None);
+    };
+    let light = PyBytes::new(py, &spans.light_text(data));
+    let range = |r: &Option<std::ops::Range<usize>>| r.as_ref().map(|r| (r.start, r.end));
+    Ok(Some(
+        (light, range(&spans.vocab), range(&spans.merges)).into_pyobject(py)?,
+    ))
+}
+
+/// The vocabulary and merges of a BPE tokenizer.json, shared by the engine and the Python model
+/// (`tinyllm.tok.models.bpe.BPEModel.from_tables`); see `crate::formats::bpe_tables`.
+#[pyclass(name = "BpeTables", module = "tinyllm._core", frozen)]
+pub(crate) struct PyBpeTables {
+    pub(crate) inner: Arc<BpeTables>,
+}
+
+#[pymethods]
+impl PyBpeTables {
+    /// The tables of `data[vocab[0]:vocab[1]]` (model.vocab) and `data[merges[0]:merges[1]]`
+    /// (model.merges), under `prefix` (continuing_subword_prefix); None when the strict reader
+    /// must read them instead (it names the problem).
+    #[staticmethod]
+    #[pyo3(signature = (data, vocab, merges, prefix=None))]
+    fn read(
+        py: Python<'_>,
+        data: &[u8],
+        vocab: (usize, usize),
+        merges: (usize, usize),
+        prefix: Option<&str>,
+    ) -> Option<Self> {
+        let (v, m) = (data.get(vocab.0..vocab.1)?, data.get(merges.0..merges.1)?);
+        let tables = py.detach(|| BpeTables::read(v, m, prefix))?;
+        Some(PyBpeTables {
+            inner: Arc::new(tables),
+        })
+    }
+
+    /// The tables of a `.tiktoken` file's bytes with `specials` [(text, id)] added; None when the
+    /// Python reader must read it instead (it names the problem).
+    #[staticmethod]
+    fn read_tiktoken(py: Python<'_>, data: &[u8], specials: Vec<(String, u32)>) -> Option<Self> {
+        let tables = py.detach(|| BpeTables::from_tiktoken(data, &specials))?;
+        Some(PyBpeTables {
+            inner: Arc::new(tables),
+        })
+    }
+
+    /// The id of `token`, or None.
+    fn token_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_id(token)
+    }
+
+    /// The token of id `i`, or None (a hole, or past the end).
+    fn token(&self, i: u64) -> Option<&str> {
+        u32::try_from(i).ok().and_then(|i| self.inner.token(i))
+    }
+
+    /// The largest id + 1.
+    fn id_count(&self) -> usize {
+        self.inner.id_count()
+    }
+
+    /// `{token: id}` in document order.
+    fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for (token, id) in self.inner.entries() {
+            out.set_item(token, id)?;
+        }
+        Ok(out)
+    }
+
+    /// The token of each id, None for a hole.
+    fn id_to_token<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let n = self.inner.id_count() as u32;
+        PyList::new(py, (0..n).map(|i| self.inner.token(i)))
+    }
+
+    /// The merges in file order, as (left, right) token pairs.
+    fn merges<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let token = |i| self.inner.token(i).unwrap_or_default();
+        PyList::new(
+            py,
+            self.inner
+                .merges()
+                .iter()
+                .map(|&(l, r, _)| (token(l), token(r))),
+        )
+    }
+
+    /// `{(left id, right id): (rank, merged id)}`: a pair listed twice keeps its first position
+    /// and its last rank, as the Python model's dict does.
+    fn ranks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for (rank, &(l, r, m)) in self.inner.merges().iter().enumerate() {
+            out.set_item((l, r), (rank, m))?;
+        }
+        Ok(out)
+    }
 }

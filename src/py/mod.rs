@@ -8,7 +8,8 @@
 //! - `stages`: pre-tokenizers and BERT stages on their own (for testing against the reference);
 //! - `engines`: `BpeEngine` and `TextEngine`, over `id_lists` (ids handed back as Python lists);
 //! - `models`: `UnigramModel` on its own;
-//! - `formats`: `read_spm_pieces` (the pieces of a SentencePiece `.model`);
+//! - `formats`: `read_spm_pieces` (the pieces of a SentencePiece `.model`), `split_tokenizer_json`
+//!   and `BpeTables` (the vocabulary and merges of a BPE tokenizer.json);
 //! - `counters`: `PretokenCounter` and `WordCounter`;
 //! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`.
 //!
@@ -57,12 +58,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stages::text_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::bert_pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::whitespace_split, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::precompiled_is_valid, m)?)?;
     // engines and models
     m.add_class::<engines::PyBpeEngine>()?;
     m.add_class::<engines::PyTextEngine>()?;
     m.add_class::<models::PyUnigramModel>()?;
     // file formats
     m.add_function(wrap_pyfunction!(formats::read_spm_pieces, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::split_tokenizer_json, m)?)?;
+    m.add_class::<formats::PyBpeTables>()?;
     // training
     m.add_class::<counters::PyPretokenCounter>()?;
     m.add_class::<counters::PyWordCounter>()?;

@@ -9,7 +9,15 @@ use crate::py::text::text_as_utf8;
 use crate::stages::bert::{self, BertNormalizer};
 use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
+use crate::stages::precompiled::Precompiled;
 use crate::stages::text_pre_tokenizers::TextPreTokenizer;
+
+/// Whether a Precompiled charsmap blob is valid (`tinyllm.tok.stages.precompiled.Precompiled`
+/// then skips its own walk over the trie; on False it runs it to word the error).
+#[pyfunction]
+pub(super) fn precompiled_is_valid(py: Python<'_>, charsmap: &[u8]) -> bool {
+    py.detach(|| Precompiled::check(charsmap).is_ok())
+}
 
 /// The pieces the fast path's pre-tokenizer cuts `text` into (for testing against the reference).
 #[pyfunction]

@@ -105,6 +105,13 @@ impl Precompiled {
         Ok(made)
     }
 
+    /// Whether `charsmap` passes `from_bytes`'s checks, without building the lookup tables (the
+    /// same checks, in the same order, as the Python reader's `Precompiled`).
+    pub fn check(charsmap: &[u8]) -> Result<(), Error> {
+        let (units, table) = parse(charsmap)?;
+        validate_reachable(&units, &table)
+    }
+
     /// Append the normalized form of `text` to `out`.
     pub fn normalize(&self, text: &str, out: &mut String) {
         out.reserve(text.len());

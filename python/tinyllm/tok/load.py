@@ -43,33 +43,61 @@ from typing import Callable, Optional
 from tinyllm._io import read_json_file
 from tinyllm.tok.formats.schema_check import show
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
-from tinyllm.tok.char import FILE_NAME as CHAR_FILE, CharTokenizer
-from tinyllm.tok.formats.tiktoken import SUFFIX as TIKTOKEN_SUFFIX, read_tiktoken
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
-from tinyllm.tok.formats.sentencepiece import SUFFIX as SPM_SUFFIX
-from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
-from tinyllm.tok.models.spm_tokenizer import SentencePieceTokenizer
-from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
-from tinyllm.tok.models.wordlevel_tokenizer import WordLevelTokenizer
-from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
 from tinyllm.tok.policy import with_policy_files
 
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"
+# The names of the other formats' files; their readers are imported when such a file is loaded.
+CHAR_FILE = "tinyllm_char.json"
+TIKTOKEN_SUFFIX = ".tiktoken"
+SPM_SUFFIX = ".model"
 
 PRESET_DIR = Path(__file__).parent / "presets"
 
-#: The tokenizer class of each tokenizer.json model type.
-TOKENIZER_CLASSES = {"BPE": BPETokenizer, "WordPiece": WordPieceTokenizer, "Unigram": UnigramTokenizer,
-                     "WordLevel": WordLevelTokenizer}
+
+def tokenizer_class(model_type: str) -> type:
+    """The tokenizer class of a tokenizer.json model type (imported on first use)."""
+    if model_type == "BPE":
+        from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
+        return BPETokenizer
+    if model_type == "WordPiece":
+        from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
+        return WordPieceTokenizer
+    if model_type == "Unigram":
+        from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
+        return UnigramTokenizer
+    if model_type == "WordLevel":
+        from tinyllm.tok.models.wordlevel_tokenizer import WordLevelTokenizer
+        return WordLevelTokenizer
+    raise KeyError(model_type)
 
 
 def tokenizer_from_parts(parts: TokenizerParts, *, generation_config: Optional[dict] = None,
                          tokenizer_config: Optional[dict] = None) -> Tokenizer:
     """The tokenizer of the model's type around parsed tokenizer.json components, with the
     special-token roles of the two config files (parsed; see `tinyllm.tok.policy`)."""
-    return TOKENIZER_CLASSES[parts.model.type](parts.model, **parts.stages(), generation_config=generation_config,
-                                               tokenizer_config=tokenizer_config)
+    return tokenizer_class(parts.model.type)(parts.model, **parts.stages(), generation_config=generation_config,
+                                             tokenizer_config=tokenizer_config)
+
+
+def _char_tokenizer():
+    from tinyllm.tok.char import CharTokenizer
+    return CharTokenizer
+
+
+def _spm_tokenizer():
+    from tinyllm.tok.models.spm_tokenizer import SentencePieceTokenizer
+    return SentencePieceTokenizer
+
+
+def read_tiktoken(path, pattern=None, special_tokens=None) -> TokenizerParts:
+    from tinyllm.tok.formats.tiktoken import read_tiktoken as read
+    return read(path, pattern, special_tokens)
+
+
+def _read_char_file(path: Path) -> Tokenizer:
+    return _char_tokenizer().from_file(path)
 
 
 def tokenizer_from_document(doc: object, source: str = "tokenizer.json", *, generation_config: Optional[dict] = None,
@@ -108,7 +136,7 @@ PRESETS: dict[str, Callable[[], Tokenizer]] = {
 
 # The tokenizer files a model directory may hold, and how to read each.
 FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {
-    CHAR_FILE: CharTokenizer.from_file,
+    CHAR_FILE: _read_char_file,
     HF_FILE: read_tokenizer_file,
 }
 
@@ -121,7 +149,7 @@ def _load_file(path: Path) -> Tokenizer:
         return loader(path)
     doc = read_json_file(path) if path.suffix == ".json" else None
     if isinstance(doc, dict) and doc.get("type") == "char":
-        return CharTokenizer.from_file(path)
+        return _char_tokenizer().from_file(path)
     if isinstance(doc, dict) and "model" in doc:
         return tokenizer_from_document(doc, str(path))
     raise ValueError(
@@ -145,7 +173,7 @@ def _load_file_in_dir(directory: Path, tiktoken_options: Optional[dict] = None) 
         raise ValueError(f"{directory}: holds both {names}; keep one tokenizer file per model directory")
     path = found[0]
     if path.name == CHAR_FILE:
-        return CharTokenizer.from_file(path, policy_dir=directory)
+        return _char_tokenizer().from_file(path, policy_dir=directory)
     return read_tokenizer_dir_file(path)
 
 
@@ -165,7 +193,7 @@ def _load_vocab_file_in_dir(directory: Path, tiktoken_options: Optional[dict]) -
     if file.suffix == SPM_SUFFIX:
         if tiktoken_options:
             _refuse_tiktoken_options(tiktoken_options, f"{directory} holds {file.name}")
-        return SentencePieceTokenizer.from_dir_file(file)
+        return _spm_tokenizer().from_dir_file(file)
     parts = read_tiktoken(file, **(tiktoken_options or {}))
     return with_policy_files(directory, lambda **configs: tokenizer_from_parts(parts, **configs))
 
@@ -202,7 +230,7 @@ def load(path_or_name: str | os.PathLike, *, pattern: Optional[str] = None,
     if path.is_file() and path.suffix == TIKTOKEN_SUFFIX:
         return tokenizer_from_parts(read_tiktoken(path, pattern, special_tokens))
     if path.is_file() and path.suffix == SPM_SUFFIX and pattern is None and special_tokens is None:
-        return SentencePieceTokenizer.from_file(path)
+        return _spm_tokenizer().from_file(path)
     options = {k: v for k, v in (("pattern", pattern), ("special_tokens", special_tokens)) if v is not None}
     if path.is_dir():
         return _load_model_dir(path, options)

@@ -91,14 +91,16 @@ class PipelineTokenizer(TokenizerBase):
         self.added_tokens = tuple(added_tokens)
         self.byte_level = _ends_with_byte_level(pre_tokenizer)
 
-        id_to_token = list(model.id_to_token)
-        for t in self.added_tokens:
-            if t.id >= len(id_to_token):
-                id_to_token.extend([None] * (t.id + 1 - len(id_to_token)))
-            id_to_token[t.id] = t.content
-        self._id_to_token: list[Optional[str]] = id_to_token
-        self._token_to_id = dict(model.vocab)
-        self._token_to_id.update({t.content: t.id for t in self.added_tokens})
+        # The vocabulary stays the model's (for a file read by the core, the shared Rust tables):
+        # lookups go to the added tokens first, then to the model; the id table of `decode` is
+        # built on first use.
+        self._added_by_id = {t.id: t.content for t in self.added_tokens}
+        self._added_ids = {t.content: t.id for t in self.added_tokens}
+        self._model_token_id = getattr(model, "token_id", None) or model.vocab.get
+        model_ids = getattr(model, "id_count", None)
+        model_ids = model_ids if model_ids is not None else len(model.id_to_token)
+        self._vocab_size = max([model_ids, *(t.id + 1 for t in self.added_tokens)])
+        self._id_table: Optional[list[Optional[str]]] = None
         self._special_ids = {t.content: t.id for t in self.added_tokens if t.special}
         self._special_id_set = frozenset(self._special_ids.values())
         self._always = frozenset(t.content for t in self.added_tokens if not t.special)
@@ -108,7 +110,7 @@ class PipelineTokenizer(TokenizerBase):
         self._decoder = decoder if decoder is not None else Joined()
         own = {}
         if self.unk_id is not None:
-            own["unk"] = (f"{self.FILE_NAME}: model.unk = {self._id_to_token[self.unk_id]!r} (id {self.unk_id})",
+            own["unk"] = (f"{self.FILE_NAME}: model.unk = {self._token_at(self.unk_id)!r} (id {self.unk_id})",
                           self.unk_id)
         self._resolve_policy(generation_config, tokenizer_config, own)
 
@@ -146,7 +148,7 @@ class PipelineTokenizer(TokenizerBase):
     # -- the protocol -------------------------------------------------------------------------
     @property
     def vocab_size(self) -> int:
-        return len(self._id_to_token)
+        return self._vocab_size
 
     @property
     def special_ids(self) -> dict[str, int]:
@@ -157,13 +159,42 @@ class PipelineTokenizer(TokenizerBase):
         return getattr(self.model, "unk_id", None)
 
     def token_to_id(self, s: str) -> Optional[int]:
-        return self._token_to_id.get(s) if isinstance(s, str) else None
+        if not isinstance(s, str):
+            return None
+        i = self._added_ids.get(s)
+        return i if i is not None else self._model_token_id(s)
 
     def id_to_token(self, i: int) -> str:
-        return self._token_of(check_id(i, self.vocab_size, "id_to_token: id"), "id_to_token: id")
+        i = check_id(i, self.vocab_size, "id_to_token: id")
+        return self._checked_token(i, self._token_at(i), "id_to_token: id")
+
+    def _token_at(self, i: int) -> Optional[str]:
+        """The token of id `i` (in range), None for a hole: an added token, else the model's."""
+        token = self._added_by_id.get(i)
+        if token is not None:
+            return token
+        model_token = getattr(self.model, "token_of", None)
+        if model_token is not None:
+            return model_token(i)
+        table = self.model.id_to_token
+        return table[i] if i < len(table) else None
+
+    @property
+    def _id_to_token(self) -> list[Optional[str]]:
+        """The token of every id (model tokens, then added tokens over them), built on first use."""
+        if self._id_table is None:
+            table = list(self.model.id_to_token)
+            table.extend([None] * (self._vocab_size - len(table)))
+            for i, content in self._added_by_id.items():
+                table[i] = content
+            self._id_table = table
+        return self._id_table
 
     def _token_of(self, i: int, label: str) -> str:
-        token = self._id_to_token[i]
+        return self._checked_token(i, self._id_to_token[i], label)
+
+    @staticmethod
+    def _checked_token(i: int, token: Optional[str], label: str) -> str:
         if token is None:
             raise ValueError(f"{label} = {i} has no token: this vocabulary has no entry with that id")
         return token

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.peers import shared_corpus_lines, tokenizer_path
+from tinyllm import _native
 from tinyllm.tok.stages import precompiled as precompiled_module
 from tinyllm.tok.stages.normalizers import WHITE_SPACE, Replace, Sequence, Strip
 from tinyllm.tok.stages.precompiled import Precompiled, build_charsmap
@@ -320,3 +321,23 @@ def test_strip_whitespace_is_rusts_on_the_whole_bmp():
 def test_strip_json_equals_hf(left, right):
     ref = hf_normalizers.Strip(left=left, right=right)
     assert Strip(left, right).to_json() == json.loads(ref.__getstate__())
+
+
+@pytest.mark.skipif(_native.core is None, reason="compares the Rust core's verdict")
+@given(st.dictionaries(st.text(st.characters(min_codepoint=1), min_size=1, max_size=3),
+                       st.text(st.characters(min_codepoint=1), max_size=3), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4))
+def test_the_core_verdict_on_a_charsmap_equals_the_python_checks(rules, flips):
+    """Precompiled skips its own reachability walk when the core calls the blob valid, so the core
+    must accept exactly what the walk accepts (bytes flipped at random make broken blobs)."""
+    blob = bytearray(build_charsmap(rules))
+    for at, value in flips:
+        blob[at % len(blob)] = value
+    blob = bytes(blob)
+    try:
+        units, table = precompiled_module._parse(blob)
+        precompiled_module._validate_reachable(units, table)
+        python_ok = True
+    except ValueError:
+        python_ok = False
+    assert _native.core.precompiled_is_valid(blob) == python_ok

@@ -3,7 +3,8 @@
 found, what was expected.
 
 Loaders validate a parsed document here first and check only what a schema cannot express
-afterwards. Of all the schema's complaints the first in document order is reported (at one place,
+afterwards. A document that `schema_verdict.is_valid` accepts is not shown to jsonschema at all
+(importing it costs more than reading a tokenizer.json); jsonschema words every error. Of all the schema's complaints the first in document order is reported (at one place,
 a wrong type before a wrong value), so the same file always gives the same message.
 
 >>> validate({"type": "char", "vocab": ["<unk>", 7], "specials": {"unk": 0}}, "tokenizer-char", "tinyllm_char.json")
@@ -24,6 +25,7 @@ from importlib.resources import files
 from typing import Any, Iterable
 
 from tinyllm._io import show  # noqa: F401 (how every loader error quotes a value)
+from tinyllm.tok.formats.schema_verdict import is_valid
 
 #: Deepest nesting of objects and lists a tokenizer file may have (real files stay below 10).
 MAX_DEPTH = 64
@@ -127,6 +129,8 @@ def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> None:
 def validate(doc: Any, name: str, source: str) -> None:
     """Raise ValueError for the first way `doc` breaks schema `name`, prefixed by `source`."""
     check_depth(doc, source)
+    if is_valid(doc, schema(name)):
+        return  # surely valid: jsonschema (slow to import) is only needed to word an error
     errors = list(validator(name).iter_errors(doc))
     if not errors:
         return

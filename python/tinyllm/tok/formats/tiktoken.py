@@ -17,7 +17,9 @@ result is a byte-level BPE that gives tiktoken's ids:
   so that Hugging Face keeps those ids; they may leave holes after the last rank (decoding a hole
   is a ValueError).
 
-Nothing here depends on the `tiktoken` package; the patterns and special tokens of OpenAI's
+With the Rust core, the file is read by `_core.BpeTables.read_tiktoken` into tables the engine
+shares (the same tokens, ids and merges; Python's vocabulary and merges are built on first use);
+anything unusual is read here, whose errors name the line. Nothing here depends on the `tiktoken` package; the patterns and special tokens of OpenAI's
 published encodings are restated below as data.
 
 >>> import base64, pathlib, tempfile
@@ -42,6 +44,7 @@ from typing import Mapping, Optional
 
 import regex
 
+from tinyllm import _native
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts
 from tinyllm.tok.models.bpe import BPEModel
 from tinyllm.tok.stages import decoders, pre_tokenizers
@@ -211,7 +214,10 @@ def parts_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: M
     # gives an added token that is not a model token the next free id, not its stated one, and a
     # special after a hole (cl100k's <|endoftext|> is 100257, the last rank 100255) would move.
     vocab.update({t.content: t.id for t in added})
-    model = BPEModel(vocab, merges, where=source)
+    return _parts(BPEModel(vocab, merges, where=source), pattern, added)
+
+
+def _parts(model: BPEModel, pattern: str, added: list) -> TokenizerParts:
     split = pre_tokenizers.Split(pattern, True, "Removed", True)
     pre = pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True,
                                                                    use_regex=False)])
@@ -234,4 +240,26 @@ def read_tiktoken(path: str | os.PathLike, pattern: Optional[str] = None,
     if not isinstance(special_tokens, Mapping):
         raise ValueError(f"{source}: special_tokens: found {type(special_tokens).__name__}, "
                          "expected a mapping of token text to id")
+    fast = _read_fast(path, special_tokens, source)
+    if fast is not None:
+        return _parts(fast, regex_text, sorted((AddedToken(i, content, special=True, normalized=False)
+                                                for content, i in special_tokens.items()), key=lambda t: t.id))
     return parts_from_ranks(read_ranks(path), regex_text, special_tokens, source)
+
+
+def _read_fast(path: str | os.PathLike, special_tokens: Mapping[str, int], source: str) -> Optional[BPEModel]:
+    """The model of the file read by the Rust core into shared tables (`_core.BpeTables`), or
+    None: no core, or anything unusual in the file or the specials (`read_ranks` and
+    `parts_from_ranks` then read it and word the error)."""
+    if _native.core is None:
+        return None
+    specials = list(special_tokens.items())
+    if not all(isinstance(c, str) and c and isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**24
+               for c, i in specials):
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    tables = _native.core.BpeTables.read_tiktoken(data, specials)
+    return BPEModel.from_tables(tables, where=source) if tables is not None else None

@@ -25,20 +25,28 @@ what a schema cannot express (merge parts in the vocabulary, distinct ids, added
 with the vocabulary, regexes that compile). The items of `model.vocab` and `model.merges` (hundreds
 of thousands in real files) are checked by the reader's own loops, with the schema's wording, since
 jsonschema would take seconds over them.
+
+Reading a file with the Rust core: the core finds the text of `model.vocab` and `model.merges`
+(`_core.split_tokenizer_json`), Python parses the small rest (the schema check and every check
+of this reader run on it unchanged), and a BPE model's vocabulary and merges are read by
+serde_json into `_core.BpeTables`, shared with the engine. The tables are all or nothing: for
+anything they would not take as the Python loops would (a bad id, a merge missing from the
+vocabulary, another model type, ...) the whole file is read again the plain way, so errors are
+worded and ordered as without the core.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
+from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
+from tinyllm import _native
 from tinyllm._io import read_json_file
 from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.models.bpe import BPEModel
-from tinyllm.tok.models.unigram import UnigramModel
-from tinyllm.tok.models.wordlevel import WordLevelModel
-from tinyllm.tok.models.wordpiece import WordPieceModel
 from tinyllm.tok.stages import bert, decoders, normalizers, pre_tokenizers, processors
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.stages.precompiled import Precompiled
@@ -65,6 +73,26 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID
 
 
+class _Fallback(Exception):
+    """The fast read cannot take this file: read it the plain way (which words any error)."""
+
+
+class _Big(NamedTuple):
+    """The file's bytes and the (start, end) ranges of model.vocab and model.merges in them."""
+
+    data: bytes
+    vocab: Optional[tuple[int, int]]
+    merges: Optional[tuple[int, int]]
+
+    def bpe_tables(self, prefix: Optional[str]):
+        if self.vocab is None or self.merges is None:
+            raise _Fallback
+        tables = _native.core.BpeTables.read(self.data, self.vocab, self.merges, prefix)
+        if tables is None:
+            raise _Fallback
+        return tables
+
+
 def _schema_view(doc: Any) -> Any:
     """`doc` with the big `model.vocab` / `model.merges` containers emptied (same JSON type)."""
     model = doc.get("model") if isinstance(doc, dict) else None
@@ -80,8 +108,9 @@ def _schema_view(doc: Any) -> Any:
 class _Reader:
     """Carries the file name so that every error names file, JSON path and value."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, big: Optional[_Big] = None) -> None:
         self.source = source
+        self.big = big  # set when model.vocab and model.merges were cut out of the document
 
     def error(self, path: str, message: str) -> ValueError:
         return ValueError(f"{self.source}: {path}: {message}")
@@ -393,6 +422,12 @@ class _Reader:
             fields[key] = value
         for key in ("fuse_unk", "byte_fallback", "ignore_merges"):
             fields[key] = self.boolean(doc, key, path, default=False)
+        if self.big is not None:
+            tables = self.big.bpe_tables(fields["continuing_subword_prefix"])
+            try:
+                return BPEModel.from_tables(tables, where=path, **fields)
+            except ValueError as e:
+                raise ValueError(f"{self.source}: {e}") from None
         vocab = self.vocab_ids(doc, path)
         merges = doc.get("merges")
         if not isinstance(merges, list):
@@ -421,6 +456,8 @@ class _Reader:
             raise self.error("model.type", f"expected a string, found {_show(kind)}")
         if kind == "BPE" or (kind is None and "merges" in doc):
             return self.bpe(doc, "model")
+        if self.big is not None:
+            raise _Fallback  # the other models read their vocabulary in Python
         if kind == "WordPiece" or (kind is None and "max_input_chars_per_word" in doc):
             return self.wordpiece(doc, "model")
         if kind == "Unigram":
@@ -448,6 +485,8 @@ class _Reader:
         return vocab
 
     def wordpiece(self, doc: dict, path: str):
+        from tinyllm.tok.models.wordpiece import WordPieceModel  # imported only for a file that needs it
+
         self.object(doc, path, WORDPIECE_KEYS)
         vocab = self.vocab_ids(doc, path)
         fields = {}
@@ -463,6 +502,8 @@ class _Reader:
             raise ValueError(f"{self.source}: {e}") from None
 
     def wordlevel(self, doc: dict, path: str):
+        from tinyllm.tok.models.wordlevel import WordLevelModel
+
         self.object(doc, path, WORDLEVEL_KEYS)
         vocab = self.vocab_ids(doc, path)
         unk = doc.get("unk_token")
@@ -474,6 +515,8 @@ class _Reader:
             raise ValueError(f"{self.source}: {e}") from None
 
     def unigram(self, doc: dict, path: str):
+        from tinyllm.tok.models.unigram import UnigramModel
+
         self.object(doc, path, UNIGRAM_KEYS)
         byte_fallback = self.boolean(doc, "byte_fallback", path, default=False)
         vocab = doc.get("vocab")
@@ -517,10 +560,23 @@ class TokenizerParts(NamedTuple):
         return {name: getattr(self, name) for name in self._fields[1:]}
 
 
-def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
+def _token_id(model, token: str) -> Optional[int]:
+    lookup = getattr(model, "token_id", None)
+    return lookup(token) if lookup is not None else model.vocab.get(token)
+
+
+def _token_of(model, i: int) -> Optional[str]:
+    lookup = getattr(model, "token_of", None)
+    if lookup is not None:
+        return lookup(i)
+    return model.id_to_token[i] if i < len(model.id_to_token) else None
+
+
+def parse_document(doc: Any, source: str = "tokenizer.json", big: Optional[_Big] = None) -> TokenizerParts:
     """The components of a parsed tokenizer.json document; ValueError names the JSON path of
-    anything outside the accepted subset."""
-    r = _Reader(source)
+    anything outside the accepted subset. With `big`, `doc` is the light document of a file
+    whose vocabulary and merges are read from `big` (raises _Fallback when they cannot be)."""
+    r = _Reader(source, big)
     schemas.validate(_schema_view(doc), SCHEMA, source)
     r.object(doc, "", TOP_LEVEL)
     if doc.get("version", "1.0") != "1.0":
@@ -540,11 +596,11 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
         if added[j].id != token.id:
             raise r.error(f"added_tokens[{k}].content", f"{_show(token.content)} is already added_tokens[{j}] "
                                                         f"with id {added[j].id}; expected one id per content")
-        known = model.vocab.get(token.content)
+        known = _token_id(model, token.content)
         if known is not None and known != token.id:
             raise r.error(f"added_tokens[{k}].id",
                           f"{token.id} differs from model.vocab[{_show(token.content)}] = {known}")
-        holder = model.id_to_token[token.id] if token.id < len(model.id_to_token) else None
+        holder = _token_of(model, token.id)
         if holder is not None and holder != token.content:
             raise r.error(f"added_tokens[{k}].id",
                           f"{token.id} is already model.vocab[{_show(holder)}]; expected a free id or the same content")
@@ -552,9 +608,8 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
     if post_processor is not None:
         # What encode(add_special=True) inserts must be a token, or decode would refuse it.
         added_ids = {token.id for token in added}
-        table = model.id_to_token
         for where, i in post_processor.special_ids("post_processor"):
-            if not (i < len(table) and table[i] is not None) and i not in added_ids:
+            if _token_of(model, i) is None and i not in added_ids:
                 raise r.error(where, f"{i} is not the id of a token; expected an id of model.vocab or added_tokens")
     return TokenizerParts(
         model,
@@ -566,6 +621,39 @@ def parse_document(doc: Any, source: str = "tokenizer.json") -> TokenizerParts:
     )
 
 
+def _read_light(path: str | os.PathLike) -> Optional[tuple[Any, _Big]]:
+    """(light document, big parts) of the file at `path` through the Rust core, or None (no
+    core, nothing big, or anything unusual: the plain read words the error)."""
+    if _native.core is None:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    split = _native.core.split_tokenizer_json(data)
+    if split is None or (split[1] is None and split[2] is None):
+        return None
+    light, vocab, merges = split
+    try:
+        doc = json.loads(light.decode("utf-8"), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    if not isinstance(model, dict) or model.get("type", "BPE" if "merges" in model else None) != "BPE":
+        return None  # only BPE reads its tables in Rust: read other models whole at once
+    return doc, _Big(data, vocab, merges)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(name)  # NaN, Infinity: not JSON; the plain read says where
+
+
 def read_tokenizer_json(path: str | os.PathLike) -> TokenizerParts:
     """The components of the tokenizer.json file at `path`."""
+    light = _read_light(path)
+    if light is not None:
+        try:
+            return parse_document(light[0], str(path), light[1])
+        except _Fallback:
+            pass
     return parse_document(read_json_file(path), str(path))

@@ -56,7 +56,13 @@ def _merged(left: str, right: str, cut: int) -> Optional[str]:
 
 
 class BPEModel:
-    """The merge table and the reference merge loop."""
+    """The merge table and the reference merge loop.
+
+    A model read from a tokenizer.json by the Rust core (`from_tables`) keeps its vocabulary and
+    merges in the shared `tinyllm._core.BpeTables`: `vocab`, `id_to_token`, `merges`, `ranks`
+    and `byte_ids` are built on first use (by the reference, `to_json`, the semantic hash), and
+    `token_id` / `token_of` / `id_count` answer from the tables without building them.
+    """
 
     type = "BPE"
 
@@ -64,32 +70,103 @@ class BPEModel:
                  unk_token: Optional[str] = None, ignore_merges: bool = False, byte_fallback: bool = False,
                  fuse_unk: bool = False, continuing_subword_prefix: Optional[str] = None,
                  end_of_word_suffix: Optional[str] = None, where: str = "model") -> None:
-        self.vocab = dict(vocab)
-        self.id_to_token: list[Optional[str]] = id_table(self.vocab)
-        self.merges = [tuple(m) for m in merges]
-        self.ignore_merges = ignore_merges
-        self.byte_fallback = byte_fallback
-        self.fuse_unk = fuse_unk
-        self.prefix = continuing_subword_prefix
-        self.suffix = end_of_word_suffix
-        self.unk_token = unk_token
-        self.unk_id = None if unk_token is None else required_unk_id(self.vocab, unk_token, where)
-        #: byte_ids[b]: the id of `<0xNN>` for byte b, or None.
-        self.byte_ids: list[Optional[int]] = [self.vocab.get(byte_token(b)) for b in range(256)]
+        self._options(unk_token, ignore_merges, byte_fallback, fuse_unk, continuing_subword_prefix,
+                      end_of_word_suffix)
+        self.tables = None
+        self._vocab: Optional[dict[str, int]] = dict(vocab)
+        self._id_to_token: Optional[list[Optional[str]]] = id_table(self._vocab)
+        self._merges: Optional[list[tuple[str, str]]] = [tuple(m) for m in merges]
+        self._byte_ids: Optional[list[Optional[int]]] = None
+        self.unk_id = None if unk_token is None else required_unk_id(self._vocab, unk_token, where)
         # A merge's result drops the prefix (its length in UTF-8 bytes) from the right part.
         cut = len(self.prefix.encode("utf-8")) if self.prefix else 0
         # (left id, right id) -> (rank, merged id); a later duplicate overwrites an earlier one.
-        self.ranks: dict[tuple[int, int], tuple[int, int]] = {}
-        for rank, (left, right) in enumerate(self.merges):
+        ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        for rank, (left, right) in enumerate(self._merges):
             name = f"{where}.merges[{rank}]: {left + ' ' + right!r}"
             merged = _merged(left, right, cut)
             if merged is None:
                 raise ValueError(f"{name}: cannot drop the {cut}-byte continuing_subword_prefix "
                                  f"{self.prefix!r} from {right!r} (Hugging Face fails on this merge)")
             for part in (left, right, merged):
-                if part not in self.vocab:
+                if part not in self._vocab:
                     raise ValueError(f"{name} uses {part!r}, which is not in {where}.vocab")
-            self.ranks[(self.vocab[left], self.vocab[right])] = (rank, self.vocab[merged])
+            ranks[(self._vocab[left], self._vocab[right])] = (rank, self._vocab[merged])
+        self._ranks: Optional[dict[tuple[int, int], tuple[int, int]]] = ranks
+
+    def _options(self, unk_token, ignore_merges, byte_fallback, fuse_unk, prefix, suffix) -> None:
+        self.ignore_merges = ignore_merges
+        self.byte_fallback = byte_fallback
+        self.fuse_unk = fuse_unk
+        self.prefix = prefix
+        self.suffix = suffix
+        self.unk_token = unk_token
+
+    @classmethod
+    def from_tables(cls, tables, *, unk_token: Optional[str] = None, ignore_merges: bool = False,
+                    byte_fallback: bool = False, fuse_unk: bool = False,
+                    continuing_subword_prefix: Optional[str] = None, end_of_word_suffix: Optional[str] = None,
+                    where: str = "model") -> "BPEModel":
+        """The model over `tables` (a `tinyllm._core.BpeTables`, whose reading already checked
+        every merge against the vocabulary under this `continuing_subword_prefix`)."""
+        model = cls.__new__(cls)
+        model._options(unk_token, ignore_merges, byte_fallback, fuse_unk, continuing_subword_prefix,
+                       end_of_word_suffix)
+        model.tables = tables
+        model._vocab = model._id_to_token = model._merges = model._ranks = model._byte_ids = None
+        model.unk_id = None
+        if unk_token is not None:
+            model.unk_id = tables.token_id(unk_token)
+            if model.unk_id is None:
+                raise ValueError(f"{where}.unk_token: {unk_token!r} is not in {where}.vocab")
+        return model
+
+    # -- the tables, built on first use when the model came from BpeTables ---------------------
+    @property
+    def vocab(self) -> dict[str, int]:
+        if self._vocab is None:
+            self._vocab = self.tables.vocab()
+        return self._vocab
+
+    @property
+    def id_to_token(self) -> list[Optional[str]]:
+        if self._id_to_token is None:
+            self._id_to_token = self.tables.id_to_token()
+        return self._id_to_token
+
+    @property
+    def merges(self) -> list[tuple[str, str]]:
+        if self._merges is None:
+            self._merges = self.tables.merges()
+        return self._merges
+
+    @property
+    def ranks(self) -> dict[tuple[int, int], tuple[int, int]]:
+        if self._ranks is None:
+            self._ranks = self.tables.ranks()
+        return self._ranks
+
+    @property
+    def byte_ids(self) -> list[Optional[int]]:
+        """byte_ids[b]: the id of `<0xNN>` for byte b, or None."""
+        if self._byte_ids is None:
+            self._byte_ids = [self.token_id(byte_token(b)) for b in range(256)]
+        return self._byte_ids
+
+    def token_id(self, token: str) -> Optional[int]:
+        """The id of `token` in the model vocabulary, or None."""
+        return self._vocab.get(token) if self._vocab is not None else self.tables.token_id(token)
+
+    def token_of(self, i: int) -> Optional[str]:
+        """The model token of id `i`, or None (a hole or past the end)."""
+        if self._id_to_token is not None:
+            return self._id_to_token[i] if 0 <= i < len(self._id_to_token) else None
+        return self.tables.token(i) if i >= 0 else None
+
+    @property
+    def id_count(self) -> int:
+        """The largest id + 1 (`len(id_to_token)`)."""
+        return len(self._id_to_token) if self._id_to_token is not None else self.tables.id_count()
 
     @property
     def plain(self) -> bool:
@@ -118,13 +195,14 @@ class BPEModel:
         symbols: list[list[int]] = []
         pending: Optional[list[int]] = None  # an unknown not yet emitted
         last = len(word) - 1
+        vocab = self.vocab
         for k, ch in enumerate(word):
             s = ch
             if k > 0 and self.prefix:
                 s = self.prefix + s
             if k == last and self.suffix:
                 s = s + self.suffix
-            i = self.vocab.get(s)
+            i = vocab.get(s)
             if i is not None:
                 if pending is not None:
                     symbols.append(pending)
@@ -158,10 +236,11 @@ class BPEModel:
         if self.ignore_merges and word in self.vocab:
             return [(self.vocab[word], 0, len(word))]
         symbols = self.symbols(word)
+        ranks = self.ranks
         while len(symbols) > 1:
             best = None
             for k in range(len(symbols) - 1):
-                found = self.ranks.get((symbols[k][0], symbols[k + 1][0]))
+                found = ranks.get((symbols[k][0], symbols[k + 1][0]))
                 if found is not None and (best is None or found[0] < best[0]):
                     best = (found[0], k, found[1])
             if best is None:
@@ -188,10 +267,11 @@ class BPEModel:
         ['ab', 'c']
         """
         symbols = self.symbols(word)
+        ranks = self.ranks
         while len(symbols) > 1:
             eligible = []
             for k in range(len(symbols) - 1):
-                found = self.ranks.get((symbols[k][0], symbols[k + 1][0]))
+                found = ranks.get((symbols[k][0], symbols[k + 1][0]))
                 if found is not None:
                     eligible.append((found[0], k, found[1]))
             eligible.sort()

@@ -69,6 +69,14 @@ def build_bpe_engine(tok):
     problem = _stage_problem(tok, normalizer, None, ())
     if problem:
         return _reference(tok, *problem)
+    added = [(t.content, t.id) for t in tok.added_tokens]
+    pre_json = json.dumps(tok.pre_tokenizer.to_json())
+    if model.tables is not None:  # read by the core: the engine takes the shared tables as they are
+        try:
+            return _native.core.BpeEngine.from_tables(model.tables, model.ignore_merges, model.unk_id, added, pre_json,
+                                                      json.dumps(normalizer))
+        except ValueError as e:
+            return _reference(tok, "pre_tokenizer", f"the engine refused it ({e})")
     alphabet = byte_alphabet()
     byte_ids = [model.vocab.get(alphabet[b]) for b in range(256)]
     merges = [(left, right, rank, merged) for (left, right), (rank, merged) in model.ranks.items()]
@@ -80,10 +88,8 @@ def build_bpe_engine(tok):
                 whole.append((token_bytes(token), i))
             except ValueError:
                 continue  # a token outside the byte alphabet can never equal a byte-level piece
-    added = [(t.content, t.id) for t in tok.added_tokens]
     try:
-        return _native.core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, json.dumps(tok.pre_tokenizer.to_json()),
-                                      json.dumps(normalizer))
+        return _native.core.BpeEngine(byte_ids, merges, whole, model.unk_id, added, pre_json, json.dumps(normalizer))
     except ValueError as e:  # e.g. a Split regex that fancy-regex cannot compile: the reference handles it
         return _reference(tok, "pre_tokenizer", f"the engine refused it ({e})")
 

@@ -36,6 +36,7 @@ tables survive strip_accents), and each Python release carries another.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -116,12 +117,18 @@ class BertNormalizer(Normalizer):
         }
 
 
-_WHITESPACE = _class_body(tables.WHITESPACE)
-_PUNCTUATION = _class_body(tables.PUNCTUATION)
-# The tables keep the two sets apart (a whitespace character is dropped before it could be
-# isolated), so one pattern can both drop whitespace and isolate punctuation.
-_BERT_PIECE = re.compile(f"[{_PUNCTUATION}]|[^{_WHITESPACE}{_PUNCTUATION}]+")
-_NON_WHITESPACE = re.compile(f"[^{_WHITESPACE}]+")
+@functools.lru_cache(maxsize=None)
+def _bert_piece() -> re.Pattern:
+    """Compiled on first use, like `_non_whitespace` (large classes; loading a file should not pay).
+    The tables keep the two sets apart (a whitespace character is dropped before it could be
+    isolated), so one pattern can both drop whitespace and isolate punctuation."""
+    whitespace, punctuation = _class_body(tables.WHITESPACE), _class_body(tables.PUNCTUATION)
+    return re.compile(f"[{punctuation}]|[^{whitespace}{punctuation}]+")
+
+
+@functools.lru_cache(maxsize=None)
+def _non_whitespace() -> re.Pattern:
+    return re.compile(f"[^{_class_body(tables.WHITESPACE)}]+")
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,7 @@ class BertPreTokenizer(PreTokenizer):
     type = "BertPreTokenizer"
 
     def split_piece(self, text: str) -> list[Piece]:
-        return [(m.group(), m.start(), m.end()) for m in _BERT_PIECE.finditer(text)]
+        return [(m.group(), m.start(), m.end()) for m in _bert_piece().finditer(text)]
 
 
 @dataclass(frozen=True)
@@ -145,4 +152,4 @@ class WhitespaceSplit(PreTokenizer):
     type = "WhitespaceSplit"
 
     def split_piece(self, text: str) -> list[Piece]:
-        return [(m.group(), m.start(), m.end()) for m in _NON_WHITESPACE.finditer(text)]
+        return [(m.group(), m.start(), m.end()) for m in _non_whitespace().finditer(text)]

@@ -17,6 +17,7 @@ never this Python's `unicodedata`, whose Unicode version differs.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 from tinyllm.tok.stages import bert_tables, unicode_tables
@@ -95,13 +96,18 @@ def _combining_class(ch: str) -> int:
 
 _NFD_TABLE = Translation(_decompose)
 _NFKD_TABLE = Translation(lambda cp: unicode_tables.COMPAT_DECOMPOSITION.get(cp) or _decompose(cp))
-_NONSTARTER_RUN = re.compile(f"{one_of(bert_tables.COMBINING_CLASS)}{{2,}}")
 _MARKS = RangeSet(unicode_tables.COMBINING_MARKS)
 _STRIP_MARKS_TABLE = Translation(lambda cp: None if cp in _MARKS else cp)
 
 
+@functools.lru_cache(maxsize=None)
+def _nonstarter_run() -> re.Pattern:
+    """Runs of two or more combining marks (compiled on first use: a large class)."""
+    return re.compile(f"{one_of(bert_tables.COMBINING_CLASS)}{{2,}}")
+
+
 def _reorder(text: str) -> str:
-    return _NONSTARTER_RUN.sub(lambda m: "".join(sorted(m.group(), key=_combining_class)), text)
+    return _nonstarter_run().sub(lambda m: "".join(sorted(m.group(), key=_combining_class)), text)
 
 
 def nfd(text: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import regex
 
 from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
 from tinyllm.tok.stages.compose import align, nfc, nfkc
@@ -220,6 +219,8 @@ class Replace(Normalizer):
     def __post_init__(self) -> None:
         if not self.is_regex:
             return
+        import regex  # here, not at the top: only files with a Replace stage need it
+
         translated = to_python_syntax(self.pattern, "Replace")
         try:
             compiled = regex.compile(translated, regex.MULTILINE)

@@ -16,7 +16,7 @@ ValueError: Split: pattern '\\p{N}{1,3}+': '{...}+' repeats the interval in Onig
 
 from __future__ import annotations
 
-import regex
+# `regex` is imported where it is used: loading a file without a regex stage should not pay for it.
 
 
 def oniguruma_matches(compiled, text: str):
@@ -55,6 +55,8 @@ def to_python_syntax(pattern: str, stage: str) -> str:
     >>> to_python_syntax(r"^\\s+|[^a]", "Split")
     '(?:^(?!\\\\z))\\\\s+|[^a]'
     """
+    import regex
+
     out = []
     i = 0
     in_class = False
@@ -97,5 +99,7 @@ def to_python_syntax(pattern: str, stage: str) -> str:
 
 def _closes_interval(pattern: str, end: int) -> bool:
     """Whether the `}` at `end` closes an interval quantifier such as {3}, {1,3}, {2,} or {,4}."""
+    import regex
+
     start = pattern.rfind("{", 0, end)
     return start >= 0 and regex.fullmatch(r"\d*,?\d*", pattern[start + 1 : end]) is not None and end > start + 1

@@ -14,10 +14,10 @@ each stage re-splits every piece of the stage before it, independently.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass, field
 
-import regex
 
 from tinyllm.tok.stages import bert_tables, unicode_tables
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
@@ -122,7 +122,13 @@ class PreTokenizer:
         return {"type": self.type}
 
 
-_GPT2 = regex.compile(GPT2_PATTERN)
+@functools.lru_cache(maxsize=None)
+def _gpt2():
+    """The compiled GPT-2 regex (compiled on first use: loading a file that never runs the
+    reference should not pay for it)."""
+    import regex  # here, not at the top: loading a file should not pay for it
+
+    return regex.compile(GPT2_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,7 @@ class ByteLevel(ByteLevelOptions, PreTokenizer):
             text, added = " " + text, 1
         if not self.use_regex:
             return [(text, 0, len(text) - added)]
-        return _unprefixed([(m.group(), m.start(), m.end()) for m in _GPT2.finditer(text)], added)
+        return _unprefixed([(m.group(), m.start(), m.end()) for m in _gpt2().finditer(text)], added)
 
 
 def _unprefixed(pieces: list[Piece], added: int) -> list[Piece]:
@@ -181,6 +187,8 @@ class Split(PreTokenizer):
     type = "Split"
 
     def __post_init__(self) -> None:
+        import regex
+
         # A regex is Oniguruma's (Hugging Face's engine), read as Python's regex in MULTILINE mode.
         if self.is_regex:
             try:
@@ -202,11 +210,15 @@ class Split(PreTokenizer):
         return {"type": "Split", "pattern": {key: self.pattern}, "behavior": self.behavior, "invert": self.invert}
 
 
-_WORD = class_body(unicode_tables.WORD)
-_SPACE = class_body(unicode_tables.SPACE)
-# HF's Whitespace: `\w+|[^\w\s]+` with the regex crate's Unicode classes (measured, see
-# tools/gen_stage_tables.py); the matches are the pieces, what lies between is dropped.
-_WHITESPACE_PIECE = regex.compile(f"[{_WORD}]+|[^{_WORD}{_SPACE}]+")
+@functools.lru_cache(maxsize=None)
+def _whitespace_piece():
+    """HF's Whitespace: `\w+|[^\w\s]+` with the regex crate's Unicode classes (measured, see
+    tools/gen_stage_tables.py); the matches are the pieces, what lies between is dropped.
+    Compiled on first use (a large class: tens of milliseconds)."""
+    word, space = class_body(unicode_tables.WORD), class_body(unicode_tables.SPACE)
+    import regex
+
+    return regex.compile(f"[{word}]+|[^{word}{space}]+")
 
 
 @dataclass(frozen=True)
@@ -220,11 +232,13 @@ class Whitespace(PreTokenizer):
     type = "Whitespace"
 
     def split_piece(self, text: str) -> list[Piece]:
-        return [(m.group(), m.start(), m.end()) for m in _WHITESPACE_PIECE.finditer(text)]
+        return [(m.group(), m.start(), m.end()) for m in _whitespace_piece().finditer(text)]
 
 
-_PUNCTUATION = RangeSet(bert_tables.PUNCTUATION)
-_IS_PUNCTUATION = Translation(lambda cp: cp in _PUNCTUATION)
+@functools.lru_cache(maxsize=None)
+def _is_punctuation() -> Translation:
+    punctuation = RangeSet(bert_tables.PUNCTUATION)
+    return Translation(lambda cp: cp in punctuation)
 
 
 def _char_split(text: str, is_delimiter, behavior: str) -> list[Piece]:
@@ -246,7 +260,8 @@ class Punctuation(PreTokenizer):
     type = "Punctuation"
 
     def split_piece(self, text: str) -> list[Piece]:
-        return _char_split(text, lambda ch: _IS_PUNCTUATION[ord(ch)], self.behavior)
+        is_punctuation = _is_punctuation()
+        return _char_split(text, lambda ch: is_punctuation[ord(ch)], self.behavior)
 
     def to_json(self) -> dict:
         return {"type": "Punctuation", "behavior": self.behavior}
@@ -270,8 +285,10 @@ class CharDelimiterSplit(PreTokenizer):
         return {"type": "CharDelimiterSplit", "delimiter": self.delimiter}
 
 
-_SCRIPTS = RangeSet(unicode_tables.SCRIPT_CLASS)
-_SCRIPT_OF = Translation(lambda cp: (_SCRIPTS.find(cp) or (0, 0, 0))[2])
+@functools.lru_cache(maxsize=None)
+def _script_of() -> Translation:
+    scripts = RangeSet(unicode_tables.SCRIPT_CLASS)
+    return Translation(lambda cp: (scripts.find(cp) or (0, 0, 0))[2])
 
 
 @dataclass(frozen=True)
@@ -293,8 +310,9 @@ class UnicodeScripts(PreTokenizer):
     def split_piece(self, text: str) -> list[Piece]:
         cuts = []
         last = None
+        script_of = _script_of()
         for i, ch in enumerate(text):
-            script = _SCRIPT_OF[ord(ch)]
+            script = script_of[ord(ch)]
             if script == 0:
                 continue
             if script != last:

@@ -64,14 +64,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import struct
 from collections import deque
 
-import regex
-
+from tinyllm import _native
 from tinyllm.tok.stages.normalizers import Normalizer
 
-_GRAPHEME = regex.compile(r"\X")
+
+@functools.lru_cache(maxsize=None)
+def _grapheme():
+    """Grapheme clusters (compiled on first use)."""
+    import regex
+
+    return regex.compile(r"\X")
+
 
 # Hugging Face tries a whole cluster only below this many UTF-8 bytes, so no trie walk is longer
 # than 5 bytes; nodes deeper than that can never be reached and are not validated.
@@ -114,7 +121,11 @@ class Precompiled(Normalizer):
         self.charsmap = bytes(charsmap)
         self._base64: str | None = None
         self._units, self._table = _parse(self.charsmap)
-        _validate_reachable(self._units, self._table)
+        # The walk over every reachable rule is the slow part of loading a SentencePiece model;
+        # the Rust core makes the same checks (tests/tok/stages/test_precompiled.py compares the
+        # verdicts), and this one runs only to word an error.
+        if _native.core is None or not _native.core.precompiled_is_valid(self.charsmap):
+            _validate_reachable(self._units, self._table)
         self._cache: dict[str, str] = {}
         # In ASCII text every character is its own cluster except CR LF, so `str.translate` can
         # stand in for the cluster walk there.
@@ -152,7 +163,7 @@ class Precompiled(Normalizer):
             return self._crlf.join(part.translate(self._ascii) for part in text.split("\r\n"))
         cache = self._cache
         out = []
-        for cluster in _GRAPHEME.findall(text):
+        for cluster in _grapheme().findall(text):
             done = cache.get(cluster)
             if done is None:
                 done = self._normalize_cluster(cluster)
