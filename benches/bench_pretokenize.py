@@ -20,6 +20,7 @@ import json
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +91,9 @@ def main() -> int:
         hf = tokenizers.Tokenizer.from_str(doc_json)
         path = Path("/tmp") / f"bench_pretokenize_{family}.json"
         path.write_text(doc_json, encoding="utf-8")
-        tok = load(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SlowPathWarning: the table says "slow" instead
+            tok = load(path)
         routes = ",".join(getattr(_core, "pre_tokenizer_routes", lambda _: ["?"])(pre_json))
         for corpus in args.corpus or ("en", "code", "multi"):
             text = corpus_text(corpus)
@@ -103,10 +106,12 @@ def main() -> int:
             for d in warm:
                 tok.encode(d)
                 hf.encode(d, add_special_tokens=False)
-            enc_ours = timed(lambda: [tok.encode(d) for d in rest], args.repeat, rest_mb)
             enc_hf = timed(lambda: [hf.encode(d, add_special_tokens=False) for d in rest], args.repeat, rest_mb)
             same = all(list(tok.encode(d)) == hf.encode(d, add_special_tokens=False).ids for d in rest)
-            print(f"{family:<13} {corpus:<6} {pre_ours:>11.1f} {pre_hf:>7.1f} {enc_ours:>11.1f} {enc_hf:>7.1f} "
+            # A pipeline the Rust engine cannot run yet (Qwen2's NFC) encodes on the reference: not timed.
+            enc_ours = (f"{timed(lambda: [tok.encode(d) for d in rest], args.repeat, rest_mb):.1f}"
+                        if tok.uses_fast_path else "slow")
+            print(f"{family:<13} {corpus:<6} {pre_ours:>11.1f} {pre_hf:>7.1f} {enc_ours:>11} {enc_hf:>7.1f} "
                   f"{str(same):>7}  {routes}", flush=True)
     return 0
 

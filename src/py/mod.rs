@@ -52,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // stages
     m.add_function(wrap_pyfunction!(stages::pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::pre_tokenize_count, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::pre_tokenizer_routes, m)?)?;
     m.add_function(wrap_pyfunction!(stages::bert_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::normalize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::text_pre_tokenize, m)?)?;

@@ -47,6 +47,14 @@ pub(super) fn pre_tokenize_count(
     Ok((pieces, bytes))
 }
 
+/// How each stage of a byte-level pre-tokenizer runs (`ByteLevelPreTokenizer::routes`): a
+/// Split's scanner name (`llama3`, `o200k`, `deepseek-words`, ...), `regex` or `literal`.
+#[pyfunction]
+pub(super) fn pre_tokenizer_routes(pre_tokenizer_json: &str) -> PyResult<Vec<&'static str>> {
+    let spec = parse_json(pre_tokenizer_json, "pre_tokenizer_json")?;
+    Ok(ByteLevelPreTokenizer::from_json(&spec, "pre_tokenizer_json")?.routes())
+}
+
 /// The text a text pipeline's normalizer (its tokenizer.json object) makes of `text` (for
 /// testing the fast path against the reference).
 #[pyfunction]

@@ -5,15 +5,19 @@
 //!
 //! The GPT-2 pattern `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //! runs as a hand-written scanner ([`gpt2_split`]), which is several times faster than a
-//! backtracking regex. Any other pattern (o200k's `Split`, for instance) runs on `fancy-regex`.
+//! backtracking regex. So do the Split patterns of the common families (Llama-3, Qwen2, cl100k,
+//! o200k, DeepSeek-V3's three), recognised byte for byte ([`crate::stages::scanners`]); any other
+//! pattern runs on `fancy-regex`. [`ByteLevelPreTokenizer::routes`] names the route each Split took.
 //! Stages compose like Hugging Face's `Sequence`: each stage re-splits every piece of the stage
-//! before it; a ByteLevel stage must come last and hands the final pieces to the model as bytes.
+//! before it (depth first, so no list of pieces is built between stages that stream); a ByteLevel
+//! stage must come last and hands the final pieces to the model as bytes.
 
 use fancy_regex::Regex;
 use serde_json::Value;
 
 use crate::spec::Spec;
 use crate::stages::char_splits::{behavior_field, CharSplit};
+use crate::stages::scanners::Scanner;
 use crate::text::unicode_class::{class_of, LETTER, NUMBER, SPACE};
 use crate::Error;
 
@@ -228,6 +232,8 @@ fn oniguruma_lines(re: &str) -> String {
 #[derive(Debug)]
 pub enum Pattern {
     Literal(String),
+    /// A pattern recognised byte for byte: a hand-written scanner finds its matches.
+    Scanned(Scanner),
     /// A regex on fancy-regex (fast on ordinary text). For patterns ending in
     /// `|\s+(?!\S)|\s+`, `linear` is `prefix|(\s+)` on the linear-time `regex` crate: when the
     /// backtracking engine gives up (a long whitespace run exhausts its stack), the text is split
@@ -244,6 +250,14 @@ impl Pattern {
     /// breaks, but `^` not after a final newline. The Python reader refuses the constructs the two
     /// engines read differently before a pattern gets here.
     fn compile(re: &str) -> Result<Self, Error> {
+        match Scanner::recognise(re) {
+            Some(scanner) => Ok(Pattern::Scanned(scanner)),
+            None => Self::compile_regex(re),
+        }
+    }
+
+    /// The regex route of `re`, whether or not a scanner knows it.
+    fn compile_regex(re: &str) -> Result<Self, Error> {
         let re = &oniguruma_lines(re);
         let fancy = fancy_regex::RegexBuilder::new(re)
             .backtrack_limit(100_000_000)
@@ -275,6 +289,12 @@ impl Pattern {
                 out.extend(s.match_indices(lit.as_str()).map(|(k, m)| (k, k + m.len())));
             }
             Pattern::Literal(_) => out.extend(char_boundaries(s)),
+            Pattern::Scanned(scanner) => {
+                scanner.for_each_match(s, |a, b| -> Result<(), Error> {
+                    out.push((a, b));
+                    Ok(())
+                })?
+            }
             Pattern::Regex { fancy, linear } => {
                 let mut at = 0;
                 let mut last_end = None;
@@ -302,6 +322,15 @@ impl Pattern {
             }
         }
         Ok(out)
+    }
+
+    /// How the pattern runs: `literal`, `regex`, or the name of its scanner.
+    pub fn route(&self) -> &'static str {
+        match self {
+            Pattern::Literal(_) => "literal",
+            Pattern::Scanned(scanner) => scanner.name(),
+            Pattern::Regex { .. } => "regex",
+        }
     }
 }
 
@@ -383,6 +412,79 @@ impl Stage {
                 Ok(split_runs(&runs, *behavior))
             }
             Stage::Chars(split) => Ok(split.spans(s)),
+        }
+    }
+
+    /// Call `f(start, end)` for each piece of `s`, in order. A scanned Split whose pieces are
+    /// simply its matches and the gaps between them (Isolated; Removed) streams them without
+    /// building a list.
+    fn split_each(
+        &self,
+        s: &str,
+        f: &mut dyn FnMut(usize, usize) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if let Stage::Split {
+            pattern: Pattern::Scanned(scanner),
+            behavior,
+            invert,
+        } = self
+        {
+            // Which runs become pieces: matches, gaps, or both.
+            let (keep_matches, keep_gaps) = match behavior {
+                Behavior::Isolated => (true, true),
+                Behavior::Removed => (*invert, !*invert),
+                _ => return self.split_listed(s, f),
+            };
+            let mut last = 0;
+            scanner.for_each_match(s, |a, b| {
+                if a > last && keep_gaps {
+                    f(last, a)?;
+                }
+                last = b;
+                if keep_matches {
+                    f(a, b)?;
+                }
+                Ok(())
+            })?;
+            if last < s.len() && keep_gaps {
+                f(last, s.len())?;
+            }
+            return Ok(());
+        }
+        self.split_listed(s, f)
+    }
+
+    fn split_listed(
+        &self,
+        s: &str,
+        f: &mut dyn FnMut(usize, usize) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        for (a, b) in self.split(s)? {
+            f(a, b)?;
+        }
+        Ok(())
+    }
+
+    fn route(&self) -> &'static str {
+        match self {
+            Stage::Digits { .. } => "digits",
+            Stage::Split { pattern, .. } => pattern.route(),
+            Stage::Chars(_) => "chars",
+        }
+    }
+}
+
+/// Run `stages` on `text` depth first: each piece of the first stage goes through the others
+/// before the next piece is cut, and `f` gets the final pieces in order.
+fn run_stages(
+    stages: &[Stage],
+    text: &str,
+    f: &mut dyn FnMut(&str) -> Result<(), Error>,
+) -> Result<(), Error> {
+    match stages.split_first() {
+        None => f(text),
+        Some((first, rest)) => {
+            first.split_each(text, &mut |a, b| run_stages(rest, &text[a..b], &mut *f))
         }
     }
 }
@@ -487,23 +589,16 @@ impl ByteLevelPreTokenizer {
             self.byte_level_piece(text, f);
             return Ok(());
         }
-        let mut spans = vec![(0usize, text.len())];
-        for stage in &self.stages {
-            let mut next = Vec::with_capacity(spans.len() * 2);
-            for &(s, e) in &spans {
-                next.extend(
-                    stage
-                        .split(&text[s..e])?
-                        .into_iter()
-                        .map(|(a, b)| (s + a, s + b)),
-                );
-            }
-            spans = next;
-        }
-        for (s, e) in spans {
-            self.byte_level_piece(&text[s..e], f);
-        }
-        Ok(())
+        run_stages(&self.stages, text, &mut |piece| {
+            self.byte_level_piece(piece, f);
+            Ok(())
+        })
+    }
+
+    /// How each stage before ByteLevel runs, in order: `digits`, `chars`, and for a Split
+    /// `literal`, `regex` or its scanner's name (e.g. `llama3`, `o200k`, `deepseek-words`).
+    pub fn routes(&self) -> Vec<&'static str> {
+        self.stages.iter().map(Stage::route).collect()
     }
 
     fn byte_level_piece(&self, piece: &str, f: &mut dyn FnMut(&[u8])) {
@@ -565,7 +660,7 @@ mod tests {
             r"\s+",
         ]
         .join("|");
-        let pattern = Pattern::compile(&o200k).unwrap();
+        let pattern = Pattern::compile_regex(&o200k).unwrap();
         let Pattern::Regex {
             linear: Some(linear),
             ..
