@@ -623,6 +623,7 @@ impl ByteLevelPreTokenizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn pieces(s: &str) -> Vec<&str> {
         let mut out = Vec::new();
@@ -736,5 +737,88 @@ mod tests {
             .map(|b| std::str::from_utf8(b).unwrap())
             .collect();
         assert_eq!(out, ["abc", " ", "1", "2", " def"]);
+    }
+
+    #[test]
+    fn deepseek_sequence_streams_through_its_scanners() {
+        let split = |re: &str| json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false});
+        let v = json!({"type": "Sequence", "pretokenizers": [
+            split(r"\p{N}{1,3}"),
+            split("[一-龥\u{3040}-ゟ゠-ヿ]+"),
+            split(concat!(
+                r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"##,
+                r"| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+            )),
+            {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false},
+        ]});
+        let p = ByteLevelPreTokenizer::from_json(&v, "pre_tokenizer_json").unwrap();
+        assert_eq!(
+            p.routes(),
+            ["digit-groups", "deepseek-cjk", "deepseek-words"]
+        );
+        let mut out: Vec<String> = Vec::new();
+        p.for_each_piece("x12345日本語abc .foo", &mut |b| {
+            out.push(String::from_utf8(b.to_vec()).unwrap())
+        })
+        .unwrap();
+        assert_eq!(out, ["x", "123", "45", "日本語", "abc", " .", "foo"]);
+        let unknown = json!({"type": "Sequence", "pretokenizers": [split(r"\p{N}{1,4}"),
+            {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]});
+        let p = ByteLevelPreTokenizer::from_json(&unknown, "pre_tokenizer_json").unwrap();
+        assert_eq!(p.routes(), ["regex"]);
+    }
+
+    /// The measurement behind choosing hand-written scanners over the linear regex route:
+    /// `cargo test --release -- --ignored --nocapture split_route_timings` prints MB/s of each
+    /// route on the shared corpora (no assertion on time).
+    #[test]
+    #[ignore]
+    fn split_route_timings() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/corpora");
+        let dir = std::env::var("TINYLLM_CORPORA").map_or(dir, std::path::PathBuf::from);
+        let llama3 = concat!(
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}",
+            r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        );
+        let o200k = concat!(
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        );
+        for corpus in ["en", "code", "multi"] {
+            let mut text = String::new();
+            let Ok(entries) = std::fs::read_dir(dir.join(corpus)) else {
+                println!("{corpus}: no corpus at {}", dir.display());
+                continue;
+            };
+            for entry in entries.flatten() {
+                text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+            let mb = text.len() as f64 / 1e6;
+            for (name, re) in [("llama3", llama3), ("o200k", o200k)] {
+                let scanned = Pattern::compile(re).unwrap();
+                let regex = Pattern::compile_regex(re).unwrap();
+                let Pattern::Regex {
+                    linear: Some(linear),
+                    ..
+                } = &regex
+                else {
+                    panic!("{name} should get a linear route")
+                };
+                let time = |f: &dyn Fn() -> usize| {
+                    let start = std::time::Instant::now();
+                    let n = f();
+                    (mb / start.elapsed().as_secs_f64(), n)
+                };
+                let (a, na) = time(&|| scanned.matches(&text).unwrap().len());
+                let (b, nb) = time(&|| lookahead_emulated(linear, &text).len());
+                let (c, nc) = time(&|| regex.matches(&text).unwrap().len());
+                assert!(na == nb && nb == nc);
+                println!(
+                    "{corpus} {name}: scanner {a:.0} MB/s, linear regex {b:.0} MB/s, fancy-regex {c:.0} MB/s"
+                );
+            }
+        }
     }
 }

@@ -556,4 +556,67 @@ mod tests {
             [" .", "foo", " x", ".y", "(z", ")", " é\u{301}"]
         );
     }
+
+    #[test]
+    fn worst_case_inputs_are_cut_in_one_pass() {
+        // 1 MB of one repeated character, of whitespace, of text without whitespace, and of
+        // o200k's give-back trap: every pattern finishes (each match scans its run at most three
+        // times, see the module docs) and cuts as expected.
+        let n = 1 << 20;
+        let inputs = [
+            ("a".repeat(n), "a"),
+            (" ".repeat(n), "space"),
+            ("\n".repeat(n), "newline"),
+            (" \n".repeat(n / 2), "space-newline"),
+            ("1".repeat(n), "digits"),
+            ("ab1!.é日".repeat(n / 12), "no-space"),
+            (format!("\u{2b0}{}", "A".repeat(n)), "lm-upper"),
+        ];
+        let all = [
+            GPT2,
+            R50K,
+            LLAMA3,
+            QWEN2,
+            CL100K,
+            CL100K_TIKTOKEN,
+            O200K,
+            DIGIT_GROUPS,
+            DEEPSEEK_CJK,
+            DEEPSEEK_WORDS,
+        ];
+        for pattern in all {
+            let scanner = Scanner::recognise(pattern).unwrap();
+            for (text, what) in &inputs {
+                let (mut count, mut covered, mut last) = (0usize, 0usize, 0usize);
+                scanner
+                    .for_each_match(text, |a, b| -> Result<(), ()> {
+                        assert!(a >= last && b > a, "{}: {what}: ({a}, {b})", scanner.name());
+                        count += 1;
+                        covered += b - a;
+                        last = b;
+                        Ok(())
+                    })
+                    .unwrap();
+                let name = scanner.name();
+                match (*what, name) {
+                    ("a" | "space", "digit-groups" | "deepseek-cjk") => assert_eq!(count, 0),
+                    ("a" | "space", _) => assert_eq!(count, 1, "{name}: {what}"),
+                    ("newline", "gpt2" | "r50k" | "llama3" | "qwen2" | "cl100k") => {
+                        assert_eq!(count, 1, "{name}: {what}")
+                    }
+                    ("digits", "digit-groups" | "llama3" | "o200k" | "cl100k") => {
+                        assert_eq!(count, n.div_ceil(3), "{name}: {what}")
+                    }
+                    ("digits", "qwen2") => assert_eq!(count, n),
+                    ("lm-upper", "o200k") => assert_eq!(count, 2),
+                    _ => {}
+                }
+                let full_cover =
+                    !matches!(name, "digit-groups" | "deepseek-cjk" | "deepseek-words");
+                if full_cover {
+                    assert_eq!(covered, text.len(), "{name}: {what}");
+                }
+            }
+        }
+    }
 }
