@@ -65,6 +65,12 @@ def sweep_points(quick: bool) -> list[int]:
     return points
 
 
+def ci_points() -> list[int]:
+    """For the test suite: planes 0 and 1 whole (every script's letters, marks, digits, spaces and
+    symbols), every 31st code point elsewhere (plane 2-3 ideographs, plane 14 tags, unassigned)."""
+    return [c for c in sweep_points(quick=False) if c >> 16 < 2 or c % 31 == 0]
+
+
 def first_difference(name: str, template: str, points: list[int]) -> str | None:
     """None when tinyllm's pieces equal Hugging Face's on `template` over `points`, else a message."""
     from tinyllm import _core
