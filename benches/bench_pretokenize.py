@@ -74,6 +74,7 @@ def main() -> int:
     parser.add_argument("--family", action="append", choices=FAMILIES)
     parser.add_argument("--corpus", action="append", choices=("en", "code", "multi"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pre-only", action="store_true", help="time the pre-tokenizers only, not encode")
     args = parser.parse_args()
     if not SHARED.is_dir():
         print(f"bench skipped: {SHARED} is missing")
@@ -100,6 +101,10 @@ def main() -> int:
             mb = len(text.encode("utf-8")) / 1e6
             pre_ours = timed(lambda: _core.pre_tokenize_count(pre_json, text), args.repeat, mb)
             pre_hf = timed(lambda: hf.pre_tokenizer.pre_tokenize_str(text), args.repeat, mb)
+            if args.pre_only:
+                print(f"{family:<13} {corpus:<6} {pre_ours:>11.1f} {pre_hf:>7.1f} {'-':>11} {'-':>7} {'-':>7}  {routes}",
+                      flush=True)
+                continue
             docs = documents(text)
             warm, rest = docs[: len(docs) // 2], docs[len(docs) // 2:]
             rest_mb = sum(len(d.encode("utf-8")) for d in rest) / 1e6
