@@ -14,7 +14,10 @@
 //! * o200k's `[UP]*[LO]+`, where Lm, Lo and marks are in both classes: when the character after
 //!   the `UP` run is not in `LO`, the match ends after the last `UP` character that is also `LO`.
 //!
-//! So each scanner is linear in the text. Unknown patterns keep the regex route
+//! So each scanner is linear in the text: a call reads at most the run it stops in plus one
+//! character, and when it stops short of that run's end (the give-backs above) the rest of the run
+//! holds none of what made it stop short, so the next call consumes it (each character is read at
+//! most three times). Unknown patterns keep the regex route
 //! ([`crate::stages::pre_tokenizers::Pattern`]).
 //!
 //! ```
@@ -218,7 +221,7 @@ impl Text<'_> {
         None
     }
 
-    /// The whitespace alternatives at `i` (a space): `[\s++$]` when `ws_to_end`, then
+    /// The whitespace alternatives at `i` (a space): `\s++$` when `ws_to_end`, then
     /// `\s*[\r\n]+` when `crlf`, then `\s+(?!\S)|\s+`.
     #[inline(always)]
     fn whitespace(&self, i: usize, ws_to_end: bool, crlf: bool) -> usize {
@@ -378,8 +381,8 @@ fn tiktoken_like(t: &Text<'_>, i: usize, max_digits: usize, ws_to_end: bool) -> 
     t.whitespace(i, ws_to_end, true)
 }
 
-/// ` ?[^...]+` or ` ?[...]+` at `i`: the end of the run of characters with none of the bits of
-/// `outside` (or, when `outside` is 0, see `deepseek_words`), after an optional space.
+/// ` ?[^...]+` at `i`: the end of the run of characters with none of the bits of `outside`, after
+/// an optional space (taken only when the run can start after it, as the regex would).
 #[inline(always)]
 fn symbols(t: &Text<'_>, i: usize, cp: u32, k: u8, n: usize, outside: u8) -> Option<usize> {
     let j = if cp == u32::from(b' ') && i + n < t.s.len() && t.class(i + n) & outside == 0 {
