@@ -34,6 +34,35 @@ pub(super) fn pre_tokenize<'py>(
     Ok(pieces)
 }
 
+/// How many pieces the fast path's pre-tokenizer cuts `text` into, and their total bytes (for
+/// benchmarks: the pre-tokenizer alone, without a Python object per piece).
+#[pyfunction]
+pub(super) fn pre_tokenize_count(
+    py: Python<'_>,
+    pre_tokenizer_json: &str,
+    text: &Bound<'_, PyString>,
+) -> PyResult<(usize, usize)> {
+    let spec = parse_json(pre_tokenizer_json, "pre_tokenizer_json")?;
+    let pre = ByteLevelPreTokenizer::from_json(&spec, "pre_tokenizer_json")?;
+    let text = text_as_utf8(text)?;
+    let (mut pieces, mut bytes) = (0, 0);
+    py.detach(|| {
+        pre.for_each_piece(&text, &mut |p| {
+            pieces += 1;
+            bytes += p.len();
+        })
+    })?;
+    Ok((pieces, bytes))
+}
+
+/// How each stage of a byte-level pre-tokenizer runs (`ByteLevelPreTokenizer::routes`): a
+/// Split's scanner name (`llama3`, `o200k`, `deepseek-words`, ...), `regex` or `literal`.
+#[pyfunction]
+pub(super) fn pre_tokenizer_routes(pre_tokenizer_json: &str) -> PyResult<Vec<&'static str>> {
+    let spec = parse_json(pre_tokenizer_json, "pre_tokenizer_json")?;
+    Ok(ByteLevelPreTokenizer::from_json(&spec, "pre_tokenizer_json")?.routes())
+}
+
 /// The text a text pipeline's normalizer (its tokenizer.json object) makes of `text` (for
 /// testing the fast path against the reference).
 #[pyfunction]

@@ -5,15 +5,19 @@
 //!
 //! The GPT-2 pattern `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //! runs as a hand-written scanner ([`gpt2_split`]), which is several times faster than a
-//! backtracking regex. Any other pattern (o200k's `Split`, for instance) runs on `fancy-regex`.
+//! backtracking regex. So do the Split patterns of the common families (Llama-3, Qwen2, cl100k,
+//! o200k, DeepSeek-V3's three), recognised byte for byte ([`crate::stages::scanners`]); any other
+//! pattern runs on `fancy-regex`. [`ByteLevelPreTokenizer::routes`] names the route each Split took.
 //! Stages compose like Hugging Face's `Sequence`: each stage re-splits every piece of the stage
-//! before it; a ByteLevel stage must come last and hands the final pieces to the model as bytes.
+//! before it (depth first, so no list of pieces is built between stages that stream); a ByteLevel
+//! stage must come last and hands the final pieces to the model as bytes.
 
 use fancy_regex::Regex;
 use serde_json::Value;
 
 use crate::spec::Spec;
 use crate::stages::char_splits::{behavior_field, CharSplit};
+use crate::stages::scanners::Scanner;
 use crate::text::unicode_class::{class_of, LETTER, NUMBER, SPACE};
 use crate::Error;
 
@@ -228,6 +232,8 @@ fn oniguruma_lines(re: &str) -> String {
 #[derive(Debug)]
 pub enum Pattern {
     Literal(String),
+    /// A pattern recognised byte for byte: a hand-written scanner finds its matches.
+    Scanned(Scanner),
     /// A regex on fancy-regex (fast on ordinary text). For patterns ending in
     /// `|\s+(?!\S)|\s+`, `linear` is `prefix|(\s+)` on the linear-time `regex` crate: when the
     /// backtracking engine gives up (a long whitespace run exhausts its stack), the text is split
@@ -244,6 +250,14 @@ impl Pattern {
     /// breaks, but `^` not after a final newline. The Python reader refuses the constructs the two
     /// engines read differently before a pattern gets here.
     fn compile(re: &str) -> Result<Self, Error> {
+        match Scanner::recognise(re) {
+            Some(scanner) => Ok(Pattern::Scanned(scanner)),
+            None => Self::compile_regex(re),
+        }
+    }
+
+    /// The regex route of `re`, whether or not a scanner knows it.
+    fn compile_regex(re: &str) -> Result<Self, Error> {
         let re = &oniguruma_lines(re);
         let fancy = fancy_regex::RegexBuilder::new(re)
             .backtrack_limit(100_000_000)
@@ -275,6 +289,12 @@ impl Pattern {
                 out.extend(s.match_indices(lit.as_str()).map(|(k, m)| (k, k + m.len())));
             }
             Pattern::Literal(_) => out.extend(char_boundaries(s)),
+            Pattern::Scanned(scanner) => {
+                scanner.for_each_match(s, |a, b| -> Result<(), Error> {
+                    out.push((a, b));
+                    Ok(())
+                })?
+            }
             Pattern::Regex { fancy, linear } => {
                 let mut at = 0;
                 let mut last_end = None;
@@ -302,6 +322,15 @@ impl Pattern {
             }
         }
         Ok(out)
+    }
+
+    /// How the pattern runs: `literal`, `regex`, or the name of its scanner.
+    pub fn route(&self) -> &'static str {
+        match self {
+            Pattern::Literal(_) => "literal",
+            Pattern::Scanned(scanner) => scanner.name(),
+            Pattern::Regex { .. } => "regex",
+        }
     }
 }
 
@@ -383,6 +412,79 @@ impl Stage {
                 Ok(split_runs(&runs, *behavior))
             }
             Stage::Chars(split) => Ok(split.spans(s)),
+        }
+    }
+
+    /// Call `f(start, end)` for each piece of `s`, in order. A scanned Split whose pieces are
+    /// simply its matches and the gaps between them (Isolated; Removed) streams them without
+    /// building a list.
+    fn split_each(
+        &self,
+        s: &str,
+        f: &mut dyn FnMut(usize, usize) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if let Stage::Split {
+            pattern: Pattern::Scanned(scanner),
+            behavior,
+            invert,
+        } = self
+        {
+            // Which runs become pieces: matches, gaps, or both.
+            let (keep_matches, keep_gaps) = match behavior {
+                Behavior::Isolated => (true, true),
+                Behavior::Removed => (*invert, !*invert),
+                _ => return self.split_listed(s, f),
+            };
+            let mut last = 0;
+            scanner.for_each_match(s, |a, b| {
+                if a > last && keep_gaps {
+                    f(last, a)?;
+                }
+                last = b;
+                if keep_matches {
+                    f(a, b)?;
+                }
+                Ok(())
+            })?;
+            if last < s.len() && keep_gaps {
+                f(last, s.len())?;
+            }
+            return Ok(());
+        }
+        self.split_listed(s, f)
+    }
+
+    fn split_listed(
+        &self,
+        s: &str,
+        f: &mut dyn FnMut(usize, usize) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        for (a, b) in self.split(s)? {
+            f(a, b)?;
+        }
+        Ok(())
+    }
+
+    fn route(&self) -> &'static str {
+        match self {
+            Stage::Digits { .. } => "digits",
+            Stage::Split { pattern, .. } => pattern.route(),
+            Stage::Chars(_) => "chars",
+        }
+    }
+}
+
+/// Run `stages` on `text` depth first: each piece of the first stage goes through the others
+/// before the next piece is cut, and `f` gets the final pieces in order.
+fn run_stages(
+    stages: &[Stage],
+    text: &str,
+    f: &mut dyn FnMut(&str) -> Result<(), Error>,
+) -> Result<(), Error> {
+    match stages.split_first() {
+        None => f(text),
+        Some((first, rest)) => {
+            first.split_each(text, &mut |a, b| run_stages(rest, &text[a..b], &mut *f))
         }
     }
 }
@@ -487,23 +589,16 @@ impl ByteLevelPreTokenizer {
             self.byte_level_piece(text, f);
             return Ok(());
         }
-        let mut spans = vec![(0usize, text.len())];
-        for stage in &self.stages {
-            let mut next = Vec::with_capacity(spans.len() * 2);
-            for &(s, e) in &spans {
-                next.extend(
-                    stage
-                        .split(&text[s..e])?
-                        .into_iter()
-                        .map(|(a, b)| (s + a, s + b)),
-                );
-            }
-            spans = next;
-        }
-        for (s, e) in spans {
-            self.byte_level_piece(&text[s..e], f);
-        }
-        Ok(())
+        run_stages(&self.stages, text, &mut |piece| {
+            self.byte_level_piece(piece, f);
+            Ok(())
+        })
+    }
+
+    /// How each stage before ByteLevel runs, in order: `digits`, `chars`, and for a Split
+    /// `literal`, `regex` or its scanner's name (e.g. `llama3`, `o200k`, `deepseek-words`).
+    pub fn routes(&self) -> Vec<&'static str> {
+        self.stages.iter().map(Stage::route).collect()
     }
 
     fn byte_level_piece(&self, piece: &str, f: &mut dyn FnMut(&[u8])) {
@@ -554,6 +649,7 @@ impl ByteLevelPreTokenizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn pieces(s: &str) -> Vec<&str> {
         let mut out = Vec::new();
@@ -591,7 +687,7 @@ mod tests {
             r"\s+",
         ]
         .join("|");
-        let pattern = Pattern::compile(&o200k).unwrap();
+        let pattern = Pattern::compile_regex(&o200k).unwrap();
         let Pattern::Regex {
             linear: Some(linear),
             ..
@@ -667,5 +763,88 @@ mod tests {
             .map(|b| std::str::from_utf8(b).unwrap())
             .collect();
         assert_eq!(out, ["abc", " ", "1", "2", " def"]);
+    }
+
+    #[test]
+    fn deepseek_sequence_streams_through_its_scanners() {
+        let split = |re: &str| json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false});
+        let v = json!({"type": "Sequence", "pretokenizers": [
+            split(r"\p{N}{1,3}"),
+            split("[一-龥\u{3040}-ゟ゠-ヿ]+"),
+            split(concat!(
+                r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"##,
+                r"| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+            )),
+            {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false},
+        ]});
+        let p = ByteLevelPreTokenizer::from_json(&v, "pre_tokenizer_json").unwrap();
+        assert_eq!(
+            p.routes(),
+            ["digit-groups", "deepseek-cjk", "deepseek-words"]
+        );
+        let mut out: Vec<String> = Vec::new();
+        p.for_each_piece("x12345日本語abc .foo", &mut |b| {
+            out.push(String::from_utf8(b.to_vec()).unwrap())
+        })
+        .unwrap();
+        assert_eq!(out, ["x", "123", "45", "日本語", "abc", " .", "foo"]);
+        let unknown = json!({"type": "Sequence", "pretokenizers": [split(r"\p{N}{1,4}"),
+            {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]});
+        let p = ByteLevelPreTokenizer::from_json(&unknown, "pre_tokenizer_json").unwrap();
+        assert_eq!(p.routes(), ["regex"]);
+    }
+
+    /// The measurement behind choosing hand-written scanners over the linear regex route:
+    /// `cargo test --release -- --ignored --nocapture split_route_timings` prints MB/s of each
+    /// route on the shared corpora (no assertion on time).
+    #[test]
+    #[ignore]
+    fn split_route_timings() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/corpora");
+        let dir = std::env::var("TINYLLM_CORPORA").map_or(dir, std::path::PathBuf::from);
+        let llama3 = concat!(
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}",
+            r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        );
+        let o200k = concat!(
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        );
+        for corpus in ["en", "code", "multi"] {
+            let mut text = String::new();
+            let Ok(entries) = std::fs::read_dir(dir.join(corpus)) else {
+                println!("{corpus}: no corpus at {}", dir.display());
+                continue;
+            };
+            for entry in entries.flatten() {
+                text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+            let mb = text.len() as f64 / 1e6;
+            for (name, re) in [("llama3", llama3), ("o200k", o200k)] {
+                let scanned = Pattern::compile(re).unwrap();
+                let regex = Pattern::compile_regex(re).unwrap();
+                let Pattern::Regex {
+                    linear: Some(linear),
+                    ..
+                } = &regex
+                else {
+                    panic!("{name} should get a linear route")
+                };
+                let time = |f: &dyn Fn() -> usize| {
+                    let start = std::time::Instant::now();
+                    let n = f();
+                    (mb / start.elapsed().as_secs_f64(), n)
+                };
+                let (a, na) = time(&|| scanned.matches(&text).unwrap().len());
+                let (b, nb) = time(&|| lookahead_emulated(linear, &text).len());
+                let (c, nc) = time(&|| regex.matches(&text).unwrap().len());
+                assert!(na == nb && nb == nc);
+                println!(
+                    "{corpus} {name}: scanner {a:.0} MB/s, linear regex {b:.0} MB/s, fancy-regex {c:.0} MB/s"
+                );
+            }
+        }
     }
 }

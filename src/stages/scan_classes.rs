@@ -1,0 +1,137 @@
+//! One byte of class bits per code point for the hand-written split scanners
+//! ([`crate::stages::scanners`]): the Unicode classes the tiktoken-style patterns are made of.
+//!
+//! The classes come from `regex-syntax`'s Unicode tables (those the regex engines use), which
+//! agree with the Oniguruma of Hugging Face tokenizers 0.23.3 on every code point (checked by
+//! `benches/sweep_pretokenizer.py --family ...` and, CI-sized, by
+//! `tests/tok/stages/test_split_scanners.py`). `\s` is Unicode White_Space (`char::is_whitespace`).
+//! The table is two-level (256-code-point blocks, identical blocks shared), built once per process.
+//!
+//! ```
+//! use tinyllm::stages::scan_classes::{classes, LETTER, UPPERISH, LOWERISH};
+//! let k = classes().of('ǅ' as u32); // U+01C5, a titlecase letter: `\p{Lt}`
+//! assert!(k & LETTER != 0 && k & UPPERISH != 0 && k & LOWERISH == 0);
+//! ```
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// `\p{L}`
+pub const LETTER: u8 = 1;
+/// `\p{N}`
+pub const NUMBER: u8 = 2;
+/// `\s`: White_Space.
+pub const SPACE: u8 = 4;
+/// `\p{M}`
+pub const MARK: u8 = 8;
+/// `[\p{P}\p{S}]`
+pub const PUNCT_SYMBOL: u8 = 16;
+/// o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`
+pub const UPPERISH: u8 = 32;
+/// o200k's `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`
+pub const LOWERISH: u8 = 64;
+
+const BLOCK: usize = 256;
+
+/// The class bits of every code point (surrogates and unassigned ones have none).
+pub struct Classes {
+    index: Vec<u16>,
+    blocks: Vec<u8>,
+}
+
+impl Classes {
+    /// The class bits of code point `cp` (at most 0x10FFFF).
+    #[inline(always)]
+    pub fn of(&self, cp: u32) -> u8 {
+        let block = self.index[(cp as usize) >> 8] as usize;
+        self.blocks[block * BLOCK + (cp as usize & (BLOCK - 1))]
+    }
+}
+
+fn ranges(class: &str) -> Vec<(u32, u32)> {
+    use regex_syntax::hir::{Class, HirKind};
+    // The class names are literals of this module; a parse failure would leave the class empty,
+    // which the unit test below and the sweeps catch.
+    let Ok(hir) = regex_syntax::parse(class) else {
+        return Vec::new();
+    };
+    match hir.kind() {
+        HirKind::Class(Class::Unicode(cls)) => cls
+            .ranges()
+            .iter()
+            .map(|r| (r.start() as u32, r.end() as u32))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn build() -> Classes {
+    let mut flat = vec![0u8; 0x110000];
+    let classes: [(&str, u8); 6] = [
+        (r"\p{L}", LETTER),
+        (r"\p{N}", NUMBER),
+        (r"\p{M}", MARK),
+        (r"[\p{P}\p{S}]", PUNCT_SYMBOL),
+        (r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", UPPERISH),
+        (r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", LOWERISH),
+    ];
+    for (class, bit) in classes {
+        for (lo, hi) in ranges(class) {
+            for slot in &mut flat[lo as usize..=hi as usize] {
+                *slot |= bit;
+            }
+        }
+    }
+    for (cp, slot) in flat.iter_mut().enumerate() {
+        if char::from_u32(cp as u32).is_some_and(char::is_whitespace) {
+            *slot |= SPACE;
+        }
+    }
+    let mut index = Vec::with_capacity(flat.len() / BLOCK);
+    let mut blocks: Vec<u8> = Vec::new();
+    let mut seen: HashMap<&[u8], u16> = HashMap::new();
+    for chunk in flat.chunks(BLOCK) {
+        let id = *seen.entry(chunk).or_insert_with(|| {
+            blocks.extend_from_slice(chunk);
+            (blocks.len() / BLOCK - 1) as u16
+        });
+        index.push(id);
+    }
+    Classes { index, blocks }
+}
+
+/// The table, built on first use.
+pub fn classes() -> &'static Classes {
+    static TABLE: OnceLock<Classes> = OnceLock::new();
+    TABLE.get_or_init(build)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_of_known_code_points() {
+        let t = classes();
+        let of = |c: char| t.of(c as u32);
+        assert_eq!(of('a'), LETTER | LOWERISH);
+        assert_eq!(of('A'), LETTER | UPPERISH);
+        assert_eq!(of('ǅ'), LETTER | UPPERISH); // Lt
+        assert_eq!(of('ʰ'), LETTER | UPPERISH | LOWERISH); // Lm
+        assert_eq!(of('日'), LETTER | UPPERISH | LOWERISH); // Lo
+        assert_eq!(of('\u{301}'), MARK | UPPERISH | LOWERISH);
+        assert_eq!(of('7'), NUMBER);
+        assert_eq!(of('Ⅷ'), NUMBER);
+        assert_eq!(of('!'), PUNCT_SYMBOL);
+        assert_eq!(of('$'), PUNCT_SYMBOL);
+        assert_eq!(of('😀'), PUNCT_SYMBOL);
+        assert_eq!(of(' '), SPACE);
+        assert_eq!(of('\u{85}'), SPACE);
+        assert_eq!(of('\u{3000}'), SPACE);
+        assert_eq!(of('\u{1c}'), 0);
+        assert_eq!(of('\u{200b}'), 0);
+        assert_eq!(t.of(0xD800), 0);
+        assert_eq!(of('\u{1D400}'), LETTER | UPPERISH); // mathematical bold A
+        assert_eq!(of('\u{10FFFF}'), 0);
+    }
+}
