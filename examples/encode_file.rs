@@ -11,55 +11,9 @@
 use std::time::Instant;
 
 use serde_json::Value;
-use tinyllm::engines::bpe::BpeEngine;
 use tinyllm::engines::Encoder;
-use tinyllm::models::bpe::BpeModel;
-use tinyllm::stages::pre_tokenizers::ByteLevelPreTokenizer;
-use tinyllm::text::byte_alphabet::BYTE_TO_CHAR;
 
-fn build(doc: &Value) -> Result<BpeEngine, Box<dyn std::error::Error>> {
-    let model = &doc["model"];
-    let vocab = model["vocab"]
-        .as_object()
-        .ok_or("model.vocab is not an object")?;
-    let id = |tok: &str| vocab.get(tok).and_then(Value::as_u64).map(|i| i as u32);
-    let mut byte_ids = vec![None; 256];
-    for (b, slot) in byte_ids.iter_mut().enumerate() {
-        *slot = id(&BYTE_TO_CHAR[b].to_string());
-    }
-    let mut merges = Vec::new();
-    for (rank, m) in model["merges"]
-        .as_array()
-        .ok_or("model.merges is not a list")?
-        .iter()
-        .enumerate()
-    {
-        let (l, r) = match m {
-            Value::String(s) => s.split_once(' ').ok_or("bad merge")?,
-            Value::Array(a) => match a.as_slice() {
-                [l, r] => (
-                    l.as_str().ok_or("bad merge")?,
-                    r.as_str().ok_or("bad merge")?,
-                ),
-                _ => return Err("bad merge".into()),
-            },
-            _ => return Err("bad merge".into()),
-        };
-        let merged = format!("{l}{r}");
-        merges.push((
-            id(l).ok_or("left")?,
-            id(r).ok_or("right")?,
-            rank as u32,
-            id(&merged).ok_or("merged")?,
-        ));
-    }
-    let pre = ByteLevelPreTokenizer::from_json(&doc["pre_tokenizer"], "pre_tokenizer")?;
-    Ok(BpeEngine::new(
-        BpeModel::new(&byte_ids, &merges, None, None)?,
-        pre,
-        Vec::new(),
-    ))
-}
+mod support;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -91,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (warm_docs, measure_docs) = (documents(warm), documents(measure));
     let mut times = Vec::new();
     let mut count = 0;
-    let engine = build(&doc)?;
+    let engine = support::engine(&doc)?;
     for _ in 0..9 {
         engine.clear_cache();
         let start;
