@@ -163,7 +163,14 @@ impl WordCache {
     #[inline]
     pub fn extend(&self, key: &Key, out: &mut Vec<u32>) -> bool {
         if let Some(slot) = self.slots.get(key.index) {
-            if slot.key == key.words && (slot.meta >> 8) as usize == key.len {
+            // Word by word with `&` rather than `[u64; 4] ==`, which calls memcmp.
+            let w = key.words;
+            let same = (slot.key[0] == w[0])
+                & (slot.key[1] == w[1])
+                & (slot.key[2] == w[2])
+                & (slot.key[3] == w[3])
+                & ((slot.meta >> 8) as usize == key.len);
+            if same {
                 out.extend_from_slice(&slot.ids[..(slot.meta & 0xff) as usize]);
                 return true;
             }
