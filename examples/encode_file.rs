@@ -3,7 +3,7 @@
 //!
 //!     cargo run --release --example encode_file -- TOKENIZER_JSON TEXT_FILE
 //!
-//! With `BATCH=1` the text is cut into ~6 KB documents encoded by `encode_batch` (rayon; set
+//! The text is cut into ~6 KB documents, encoded one by one, or with `BATCH=1` by `encode_batch` (rayon; set
 //! `RAYON_NUM_THREADS` to compare thread counts).
 //!
 //! Only byte-level BPE files with a normalizer of null are meaningful here (GPT-2, SmolLM2, o200k).
@@ -11,55 +11,9 @@
 use std::time::Instant;
 
 use serde_json::Value;
-use tinyllm::engines::bpe::BpeEngine;
 use tinyllm::engines::Encoder;
-use tinyllm::models::bpe::BpeModel;
-use tinyllm::stages::pre_tokenizers::ByteLevelPreTokenizer;
-use tinyllm::text::byte_alphabet::BYTE_TO_CHAR;
 
-fn build(doc: &Value) -> Result<BpeEngine, Box<dyn std::error::Error>> {
-    let model = &doc["model"];
-    let vocab = model["vocab"]
-        .as_object()
-        .ok_or("model.vocab is not an object")?;
-    let id = |tok: &str| vocab.get(tok).and_then(Value::as_u64).map(|i| i as u32);
-    let mut byte_ids = vec![None; 256];
-    for (b, slot) in byte_ids.iter_mut().enumerate() {
-        *slot = id(&BYTE_TO_CHAR[b].to_string());
-    }
-    let mut merges = Vec::new();
-    for (rank, m) in model["merges"]
-        .as_array()
-        .ok_or("model.merges is not a list")?
-        .iter()
-        .enumerate()
-    {
-        let (l, r) = match m {
-            Value::String(s) => s.split_once(' ').ok_or("bad merge")?,
-            Value::Array(a) => match a.as_slice() {
-                [l, r] => (
-                    l.as_str().ok_or("bad merge")?,
-                    r.as_str().ok_or("bad merge")?,
-                ),
-                _ => return Err("bad merge".into()),
-            },
-            _ => return Err("bad merge".into()),
-        };
-        let merged = format!("{l}{r}");
-        merges.push((
-            id(l).ok_or("left")?,
-            id(r).ok_or("right")?,
-            rank as u32,
-            id(&merged).ok_or("merged")?,
-        ));
-    }
-    let pre = ByteLevelPreTokenizer::from_json(&doc["pre_tokenizer"], "pre_tokenizer")?;
-    Ok(BpeEngine::new(
-        BpeModel::new(&byte_ids, &merges, None, None)?,
-        pre,
-        Vec::new(),
-    ))
-}
+mod support;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -89,29 +43,48 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         docs
     };
     let (warm_docs, measure_docs) = (documents(warm), documents(measure));
+    let engine = support::engine(&doc)?;
+    let mb = measure.len() as f64 / 1e6;
+    if !batched {
+        // One document at a time, as an application calls `encode`. The machine may be shared,
+        // so each document counts with its fastest of 9 passes (every pass starts from an empty
+        // cache warmed on the first half, so each sees the same cache state): a preemption
+        // rarely spoils all nine.
+        let mut best = vec![f64::MAX; measure_docs.len()];
+        let mut count = 0;
+        for _ in 0..9 {
+            engine.clear_cache();
+            for d in &warm_docs {
+                engine.encode(d, None)?;
+            }
+            count = 0;
+            for (d, best) in measure_docs.iter().zip(&mut best) {
+                let start = Instant::now();
+                count += engine.encode(d, None)?.len();
+                *best = best.min(start.elapsed().as_secs_f64());
+            }
+        }
+        let total: f64 = best.iter().sum();
+        println!(
+            "{count} ids, {:.1} MB/s on the unseen half (6 KB documents, fastest of 9 per document)",
+            mb / total
+        );
+        return Ok(());
+    }
     let mut times = Vec::new();
     let mut count = 0;
-    let engine = build(&doc)?;
     for _ in 0..9 {
         engine.clear_cache();
-        let start;
-        if batched {
-            engine.encode_batch(&warm_docs, None)?;
-            start = Instant::now();
-            count = engine
-                .encode_batch(&measure_docs, None)?
-                .iter()
-                .map(Vec::len)
-                .sum();
-        } else {
-            engine.encode(warm, None)?;
-            start = Instant::now();
-            count = engine.encode(measure, None)?.len();
-        }
+        engine.encode_batch(&warm_docs, None)?;
+        let start = Instant::now();
+        count = engine
+            .encode_batch(&measure_docs, None)?
+            .iter()
+            .map(Vec::len)
+            .sum();
         times.push(start.elapsed().as_secs_f64());
     }
     times.sort_by(|a, b| a.total_cmp(b));
-    let mb = measure.len() as f64 / 1e6;
     println!(
         "{count} ids, median {:.1} MB/s on the unseen half",
         mb / times[4]

@@ -8,102 +8,125 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-/// Pieces of at most this many bytes, with at most three ids, go to the short table.
-const SHORT_KEY: usize = 16;
-/// Longer pieces up to this size, with at most [`LONG_IDS`] ids, go to the long table. Longer
-/// ones are not cached: they rarely repeat (a CJK sentence is one GPT-2 piece).
-const LONG_KEY: usize = 32;
-const LONG_IDS: usize = 8;
-/// Slots per shard. The tables are direct-mapped with a fixed size (about 0.8 MB per shard), so a
-/// shard never allocates after its first use and never rehashes: measured with
-/// examples/encode_file, a growing hash map cleared at 128K entries was 1.5x slower on the
-/// multilingual corpus, where most lookups miss and every miss walked cold memory.
-const SHORT_SLOTS: usize = 1 << 14;
-const LONG_SLOTS: usize = 1 << 12;
+/// Pieces of at most this many bytes, with at most [`SLOT_IDS`] ids, are cached. Longer ones are
+/// not: they rarely repeat (a CJK sentence is one GPT-2 piece).
+pub const MAX_KEY: usize = 32;
+const SLOT_IDS: usize = 7;
+/// Slots per shard. The table is direct-mapped with a fixed size (1 MiB per shard), so a shard
+/// never allocates after its first use and never rehashes: measured with examples/encode_file, a
+/// growing hash map cleared at 128K entries was 1.5x slower on the multilingual corpus, where most
+/// lookups miss and every miss walked cold memory.
+const SLOTS: usize = 1 << 14;
 /// At least this many shards; more on machines with more cores.
 const MIN_SHARDS: usize = 16;
 
+/// One cache line: the piece as [`key_words`], its length, and its ids.
 #[derive(Clone, Copy, Default)]
-struct ShortSlot {
-    key: [u64; 2],
-    ids: [u32; 3],
+#[repr(C, align(64))]
+struct Slot {
+    key: [u64; 4],
     /// Number of ids in the low byte, piece length in the next; 0 marks an empty slot (pieces
     /// are never empty).
     meta: u32,
+    ids: [u32; SLOT_IDS],
 }
 
-#[derive(Clone, Copy)]
-struct LongSlot {
-    key: [u8; LONG_KEY],
-    key_len: u8,
-    n_ids: u8,
-    ids: [u32; LONG_IDS],
-}
-
-const EMPTY_LONG: LongSlot = LongSlot {
-    key: [0; LONG_KEY],
-    key_len: 0,
-    n_ids: 0,
-    ids: [0; LONG_IDS],
-};
-
-/// The bytes of a piece of at most 16 bytes as two words, read without copying through a
-/// stack buffer (whose store-then-load showed up as a quarter of the lookup time). Together
-/// with the length, the words identify the piece: the reads overlap but cover every byte.
+/// A piece of 1..=[`MAX_KEY`] bytes as four words read straight from it (no copy through a stack
+/// buffer, whose store-then-load showed up as a quarter of the lookup time): bytes 0..8, 8..16,
+/// n-16..n-8 and n-8..n for n >= 16, fewer for shorter pieces. The reads overlap but cover every
+/// byte, so together with the length the words identify the piece, and [`Key::bytes`] rebuilds it.
 #[inline]
-fn short_key(piece: &[u8]) -> [u64; 2] {
+fn key_words(piece: &[u8]) -> [u64; 4] {
     let n = piece.len();
     // The slices have exactly 8 and 4 bytes, so the conversions cannot fail.
     let word = |at: usize| u64::from_le_bytes(piece[at..at + 8].try_into().unwrap());
     let half = |at: usize| u32::from_le_bytes(piece[at..at + 4].try_into().unwrap()) as u64;
-    if n >= 8 {
-        [word(0), word(n - 8)]
+    if n >= 16 {
+        [word(0), word(8), word(n - 16), word(n - 8)]
+    } else if n >= 8 {
+        [word(0), word(n - 8), 0, 0]
     } else if n >= 4 {
-        [half(0) | (half(n - 4) << 32), 0]
+        [half(0) | (half(n - 4) << 32), 0, 0, 0]
     } else if n > 0 {
         let (a, b, c) = (piece[0] as u64, piece[n / 2] as u64, piece[n - 1] as u64);
-        [a | (b << 8) | (c << 16), 0]
+        [a | (b << 8) | (c << 16), 0, 0, 0]
     } else {
-        [0, 0]
+        [0; 4]
     }
 }
 
-const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// A slot index of `bits` bits from a hash: the top bits of a product depend on every input bit.
-#[inline]
-fn slot_index(h: u64, bits: u32) -> usize {
-    (h.wrapping_mul(MULTIPLIER) >> (64 - bits)) as usize
+/// A piece ready for the cache: its words, length and slot. Computed ahead of the lookup, so
+/// the slot's cache line can be fetched while earlier pieces are encoded.
+#[derive(Clone, Copy, Default)]
+pub struct Key {
+    words: [u64; 4],
+    len: usize,
+    index: usize,
 }
 
-#[inline]
-fn short_index(key: [u64; 2], len: usize) -> usize {
-    let h = key[0]
-        ^ (key[1] ^ len as u64)
-            .wrapping_mul(0xA076_1D64_78BD_642F)
-            .rotate_left(32);
-    slot_index(h, SHORT_SLOTS.trailing_zeros())
-}
-
-#[inline]
-fn long_index(piece: &[u8]) -> usize {
-    let mut h = piece.len() as u64;
-    for chunk in piece.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(w))
-            .wrapping_mul(MULTIPLIER)
-            .rotate_left(26);
+impl Key {
+    /// The key of `piece`, or None when it is too long to be cached.
+    #[inline]
+    pub fn of(piece: &[u8]) -> Option<Key> {
+        if piece.len() > MAX_KEY {
+            return None;
+        }
+        let words = key_words(piece);
+        let h = (words[0] ^ piece.len() as u64).wrapping_mul(0xA076_1D64_78BD_642F)
+            ^ words[1].wrapping_mul(0xE703_7ED1_A0B4_28DB).rotate_left(17)
+            ^ (words[2] ^ words[3].rotate_left(32)).wrapping_mul(0x8EBC_6AF0_9C88_C6E3);
+        // The top bits of a product depend on every input bit.
+        let index =
+            (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize;
+        Some(Key {
+            words,
+            len: piece.len(),
+            index,
+        })
     }
-    slot_index(h, LONG_SLOTS.trailing_zeros())
+
+    /// The piece's bytes, rebuilt from the words (the inverse of `key_words`).
+    pub fn bytes(&self, buf: &mut [u8; MAX_KEY]) -> usize {
+        let n = self.len;
+        let w = self.words;
+        let mut put = |at: usize, bytes: &[u8]| buf[at..at + bytes.len()].copy_from_slice(bytes);
+        if n >= 16 {
+            put(0, &w[0].to_le_bytes());
+            put(8, &w[1].to_le_bytes());
+            put(n - 16, &w[2].to_le_bytes());
+            put(n - 8, &w[3].to_le_bytes());
+        } else if n >= 8 {
+            put(0, &w[0].to_le_bytes());
+            put(n - 8, &w[1].to_le_bytes());
+        } else if n >= 4 {
+            put(0, &w[0].to_le_bytes()[..4]);
+            put(n - 4, &w[0].to_le_bytes()[4..]);
+        } else if n > 0 {
+            let b = w[0].to_le_bytes();
+            put(0, &b[..1]);
+            put(n / 2, &b[1..2]);
+            put(n - 1, &b[2..3]);
+        }
+        n
+    }
+}
+
+#[inline]
+fn prefetch<T>(at: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, and the reference is valid anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(at as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 /// A direct-mapped word cache: a new piece evicts whatever shared its slot. Results never depend
 /// on what it holds.
 #[derive(Default)]
 pub struct WordCache {
-    short: Vec<ShortSlot>,
-    long: Vec<LongSlot>,
+    slots: Vec<Slot>,
     /// A stand-in for a shard that another thread holds: remembers nothing.
     disabled: bool,
 }
@@ -112,67 +135,61 @@ impl WordCache {
     /// Append the ids of `piece` to `out`: from the cache, or from `encode` (then remembered).
     #[inline]
     pub fn encode(&mut self, piece: &[u8], out: &mut Vec<u32>, encode: impl FnOnce(&mut Vec<u32>)) {
-        if piece.len() > LONG_KEY {
+        let Some(key) = Key::of(piece) else {
             encode(out);
             return;
-        }
-        if self.extend(piece, out) {
+        };
+        if self.extend(&key, out) {
             return;
         }
         let start = out.len();
         encode(out);
-        self.insert(piece, &out[start..]);
+        self.insert(&key, &out[start..]);
     }
 
     fn clear(&mut self) {
-        self.short = Vec::new();
-        self.long = Vec::new();
+        self.slots = Vec::new();
     }
 
-    /// Append the cached ids of `piece` to `out`; false on a miss.
+    /// Start fetching the slot of `key` into the CPU cache (see [`Key`]).
     #[inline]
-    fn extend(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        if piece.len() <= SHORT_KEY {
-            let key = short_key(piece);
-            if let Some(slot) = self.short.get(short_index(key, piece.len())) {
-                if slot.key == key && (slot.meta >> 8) as usize == piece.len() {
-                    out.extend_from_slice(&slot.ids[..(slot.meta & 0xff) as usize]);
-                    return true;
-                }
-            }
+    pub fn prefetch(&self, key: &Key) {
+        if let Some(slot) = self.slots.get(key.index) {
+            prefetch(slot);
         }
-        if let Some(slot) = self.long.get(long_index(piece)) {
-            if slot.key_len as usize == piece.len() && &slot.key[..piece.len()] == piece {
-                out.extend_from_slice(&slot.ids[..slot.n_ids as usize]);
+    }
+
+    /// Append the cached ids of the piece of `key` to `out`; false on a miss.
+    #[inline]
+    pub fn extend(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+        if let Some(slot) = self.slots.get(key.index) {
+            // Word by word with `&` rather than `[u64; 4] ==`, which calls memcmp.
+            let w = key.words;
+            let same = (slot.key[0] == w[0])
+                & (slot.key[1] == w[1])
+                & (slot.key[2] == w[2])
+                & (slot.key[3] == w[3])
+                & ((slot.meta >> 8) as usize == key.len);
+            if same {
+                out.extend_from_slice(&slot.ids[..(slot.meta & 0xff) as usize]);
                 return true;
             }
         }
         false
     }
 
-    fn insert(&mut self, piece: &[u8], ids: &[u32]) {
-        if self.disabled {
+    /// Remember `ids` for the piece of `key` (when they fit in a slot).
+    pub fn insert(&mut self, key: &Key, ids: &[u32]) {
+        if self.disabled || ids.len() > SLOT_IDS {
             return;
         }
-        if piece.len() <= SHORT_KEY && ids.len() <= 3 {
-            if self.short.is_empty() {
-                self.short = vec![ShortSlot::default(); SHORT_SLOTS];
-            }
-            let key = short_key(piece);
-            let slot = &mut self.short[short_index(key, piece.len())];
-            slot.key = key;
-            slot.ids[..ids.len()].copy_from_slice(ids);
-            slot.meta = ids.len() as u32 | (piece.len() as u32) << 8;
-        } else if piece.len() <= LONG_KEY && ids.len() <= LONG_IDS {
-            if self.long.is_empty() {
-                self.long = vec![EMPTY_LONG; LONG_SLOTS];
-            }
-            let slot = &mut self.long[long_index(piece)];
-            slot.key[..piece.len()].copy_from_slice(piece);
-            slot.key_len = piece.len() as u8;
-            slot.ids[..ids.len()].copy_from_slice(ids);
-            slot.n_ids = ids.len() as u8;
+        if self.slots.is_empty() {
+            self.slots = vec![Slot::default(); SLOTS];
         }
+        let slot = &mut self.slots[key.index];
+        slot.key = key.words;
+        slot.ids[..ids.len()].copy_from_slice(ids);
+        slot.meta = ids.len() as u32 | (key.len as u32) << 8;
     }
 }
 
@@ -285,33 +302,41 @@ mod tests {
     }
 
     #[test]
-    fn short_keys_identify_pieces() {
-        let short: Vec<_> = pieces()
-            .into_iter()
-            .filter(|p| p.len() <= SHORT_KEY)
+    fn keys_identify_pieces_and_give_their_bytes_back() {
+        let all = pieces();
+        let keys: std::collections::HashSet<_> = all
+            .iter()
+            .map(|p| {
+                let key = Key::of(p).unwrap();
+                let mut buf = [0u8; MAX_KEY];
+                let n = key.bytes(&mut buf);
+                assert_eq!(&buf[..n], &p[..], "piece {p:?}");
+                (key.words, key.len)
+            })
             .collect();
-        let keys: std::collections::HashSet<_> =
-            short.iter().map(|p| (short_key(p), p.len())).collect();
-        assert_eq!(keys.len(), short.len());
+        assert_eq!(keys.len(), all.len());
+        assert!(Key::of(&[b'a'; MAX_KEY + 1]).is_none());
     }
 
     #[test]
     fn cache_returns_only_what_was_stored_for_that_piece() {
         let all = pieces();
         let ids_of = |p: &[u8]| -> Vec<u32> {
-            let n = 1 + p.len() % 9; // some too many ids for either table
+            let n = 1 + p.len() % 9; // some too many ids for a slot
             (0..n as u32)
                 .map(|k| k * 1000 + p.len() as u32 + p[0] as u32)
                 .collect()
         };
         let mut cache = WordCache::default();
         for p in &all {
-            cache.insert(p, &ids_of(p));
+            cache.insert(&Key::of(p).unwrap(), &ids_of(p));
         }
         let (mut hits, mut out) = (0, Vec::new());
         for p in &all {
             out.clear();
-            if cache.extend(p, &mut out) {
+            let key = Key::of(p).unwrap();
+            cache.prefetch(&key);
+            if cache.extend(&key, &mut out) {
                 hits += 1;
                 assert_eq!(out, ids_of(p), "piece {p:?}");
             } else {

@@ -7,7 +7,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 
 use crate::engines::bpe::BpeEngine;
@@ -99,6 +99,21 @@ macro_rules! engine_pymethods {
                     .map(|f| offsets_tuple(py, &self.lists, f))
                     .collect::<PyResult<Vec<_>>>()?;
                 PyList::new(py, tuples)
+            }
+
+            /// Ids of many texts, encoded in parallel with the GIL released, as two byte strings:
+            /// every id as a native-endian u32, and len(texts) + 1 native-endian u64 offsets
+            /// (text k's ids are ids[offsets[k]:offsets[k + 1]]). No Python int per id.
+            fn encode_batch_flat<'py>(
+                &self,
+                py: Python<'py>,
+                texts: Vec<Bound<'_, PyString>>,
+                matchable: Vec<String>,
+            ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+                let matcher = self.inner.matcher(&matchable)?;
+                crate::py::id_lists::encode_batch_flat(py, texts, |t| {
+                    self.inner.encode(t, matcher.as_deref())
+                })
             }
 
             /// Forget the cached words (results never depend on the cache).

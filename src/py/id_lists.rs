@@ -5,7 +5,7 @@ use std::sync::mpsc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyList, PyString};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 use rayon::prelude::*;
 
 use crate::py::text::text_as_utf8;
@@ -171,4 +171,48 @@ impl IdLists {
     ) -> PyResult<Bound<'py, PyList>> {
         self.list(py, ids)
     }
+}
+
+/// `encode` over many texts in parallel with the GIL released, as one flat buffer: the ids as
+/// native-endian u32 bytes and the len(texts) + 1 offsets as native-endian u64 bytes (text k's
+/// ids are ids[offsets[k]..offsets[k + 1]]). No Python object per id, so the whole call scales
+/// with the cores; Python views the buffers as `array('I')` / `array('Q')` (or numpy) at the cost
+/// of one copy.
+pub(crate) fn encode_batch_flat<'py>(
+    py: Python<'py>,
+    texts: Vec<Bound<'_, PyString>>,
+    encode: impl Fn(&str) -> Result<Vec<u32>, Error> + Send + Sync,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let owned = texts
+        .iter()
+        .map(text_as_utf8)
+        .collect::<PyResult<Vec<_>>>()?;
+    let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+    let results = py.detach(|| {
+        views
+            .par_iter()
+            .map(|t| encode(t))
+            .collect::<Result<Vec<Vec<u32>>, Error>>()
+    })?;
+    let total: usize = results.iter().map(Vec::len).sum();
+    let ids = PyBytes::new_with(py, total * 4, |buf| {
+        let mut at = 0;
+        for doc in &results {
+            for &id in doc {
+                buf[at..at + 4].copy_from_slice(&id.to_ne_bytes());
+                at += 4;
+            }
+        }
+        Ok(())
+    })?;
+    let offsets = PyBytes::new_with(py, (results.len() + 1) * 8, |buf| {
+        let mut end = 0u64;
+        buf[..8].copy_from_slice(&end.to_ne_bytes());
+        for (k, doc) in results.iter().enumerate() {
+            end += doc.len() as u64;
+            buf[8 * (k + 1)..8 * (k + 2)].copy_from_slice(&end.to_ne_bytes());
+        }
+        Ok(())
+    })?;
+    Ok((ids, offsets))
 }

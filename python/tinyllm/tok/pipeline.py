@@ -15,6 +15,7 @@ import copy
 import decimal
 import itertools
 import os
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
@@ -285,6 +286,28 @@ class PipelineTokenizer(TokenizerBase):
         if add_special and self.post_processor is not None:
             batch = [self.post_processor.apply(ids)[0] for ids in batch]
         return batch
+
+    def encode_batch_flat(self, texts, add_special: bool = False, *, allowed_special: SpecialSet = (),
+                          disallowed_special: SpecialSet = ()) -> tuple[array, array]:
+        texts = [require_str(t, f"encode_batch_flat: texts[{k}]") for k, t in enumerate(texts)]
+        if self._fast is None or (add_special and self.post_processor is not None):
+            return super().encode_batch_flat(texts, add_special, allowed_special=allowed_special,
+                                             disallowed_special=disallowed_special)
+        policy = self._policy(allowed_special, disallowed_special)
+        if policy.disallowed:
+            for t in texts:
+                raise_if_disallowed(clean_text(t), policy)
+        try:
+            raw_ids, raw_offsets = self._fast.encode_batch_flat(texts, list(self._matchable(policy)))
+        except ValueError as e:
+            if not _is_regex_failure(e):
+                raise
+            return super().encode_batch_flat(texts, add_special, allowed_special=allowed_special,
+                                             disallowed_special=disallowed_special)
+        ids, offsets = array("I"), array("Q")
+        ids.frombytes(raw_ids)
+        offsets.frombytes(raw_offsets)
+        return ids, offsets
 
     def encode_structured(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
                           disallowed_special: SpecialSet = (), offset_coordinate: str = "raw_codepoints",
