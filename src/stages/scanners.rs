@@ -301,10 +301,35 @@ impl Scanner {
                     f(i, end)?;
                     i = end;
                 }
-                None => i += text.at(i).2,
+                None => i = self.next_candidate(&text, i),
             }
         }
         Ok(())
+    }
+
+    /// Where a match could start after a failed try at `i`: the next character, or for the
+    /// patterns that leave gaps, the next character that can start one (skipping by lead byte:
+    /// ASCII digits and non-ASCII for `\p{N}`, the lead bytes of U+3000-U+9FFF for the CJK run).
+    #[inline(always)]
+    fn next_candidate(&self, t: &Text<'_>, i: usize) -> usize {
+        let s = t.s;
+        let mut j = i + t.at(i).2;
+        match self.family {
+            Family::DigitGroups => {
+                while j < s.len()
+                    && (s[j] < 0x80 && !s[j].is_ascii_digit() || (0x80..0xC0).contains(&s[j]))
+                {
+                    j += 1;
+                }
+            }
+            Family::DeepSeekCjk => {
+                while j < s.len() && !(0xE3..=0xE9).contains(&s[j]) {
+                    j += 1;
+                }
+            }
+            _ => {}
+        }
+        j
     }
 
     /// The end of the leftmost-first match that starts at `i`, if one does.
