@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use crate::text::base64::base64_digit;
 #[cfg(test)]
 use crate::text::base64::decode_base64;
 use crate::text::byte_alphabet::token_string;
@@ -402,14 +403,7 @@ fn strict_base64_into(field: &[u8], out: &mut Vec<u8>) -> Option<()> {
     }
     let (mut acc, mut bits) = (0u32, 0u32);
     for &ch in &field[..digits] {
-        let value = match ch {
-            b'A'..=b'Z' => ch - b'A',
-            b'a'..=b'z' => ch - b'a' + 26,
-            b'0'..=b'9' => ch - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
+        let value = base64_digit(ch)?;
         acc = (acc << 6) | value as u32;
         bits += 6;
         if bits >= 8 {

@@ -16,6 +16,8 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::text::unicode_class::ranges;
+
 /// `\p{L}`
 pub const LETTER: u8 = 1;
 /// `\p{N}`
@@ -45,23 +47,6 @@ impl Classes {
     pub fn of(&self, cp: u32) -> u8 {
         let block = self.index[(cp as usize) >> 8] as usize;
         self.blocks[block * BLOCK + (cp as usize & (BLOCK - 1))]
-    }
-}
-
-fn ranges(class: &str) -> Vec<(u32, u32)> {
-    use regex_syntax::hir::{Class, HirKind};
-    // The class names are literals of this module; a parse failure would leave the class empty,
-    // which the unit test below and the sweeps catch.
-    let Ok(hir) = regex_syntax::parse(class) else {
-        return Vec::new();
-    };
-    match hir.kind() {
-        HirKind::Class(Class::Unicode(cls)) => cls
-            .ranges()
-            .iter()
-            .map(|r| (r.start() as u32, r.end() as u32))
-            .collect(),
-        _ => Vec::new(),
     }
 }
 

@@ -12,18 +12,16 @@ pub fn decode_base64(text: &str) -> Result<Vec<u8>, Error> {
     let (mut acc, mut bits) = (0u32, 0u32);
     for (position, ch) in text.bytes().enumerate() {
         let value = match ch {
-            b'A'..=b'Z' => ch - b'A',
-            b'a'..=b'z' => ch - b'a' + 26,
-            b'0'..=b'9' => ch - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
             b'=' => break,
             b' ' | b'\n' | b'\r' | b'\t' => continue,
-            _ => {
-                return Err(Error::Invalid(format!(
-                    "base64: byte {ch:#04x} at position {position} is not a base64 digit"
-                )))
-            }
+            _ => match base64_digit(ch) {
+                Some(v) => v,
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "base64: byte {ch:#04x} at position {position} is not a base64 digit"
+                    )))
+                }
+            },
         };
         acc = (acc << 6) | value as u32;
         bits += 6;
@@ -34,6 +32,18 @@ pub fn decode_base64(text: &str) -> Result<Vec<u8>, Error> {
         }
     }
     Ok(out)
+}
+
+/// The value of one digit of the standard alphabet (`A`-`Z`, `a`-`z`, `0`-`9`, `+`, `/`).
+pub fn base64_digit(ch: u8) -> Option<u8> {
+    Some(match ch {
+        b'A'..=b'Z' => ch - b'A',
+        b'a'..=b'z' => ch - b'a' + 26,
+        b'0'..=b'9' => ch - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,9 @@ struct Tables {
     numbers: Vec<(u32, u32)>,
 }
 
-fn ranges(class: &str) -> Vec<(u32, u32)> {
+/// The code point ranges of a `\p{..}`-style class as the `regex` crates read it (empty if
+/// `class` is not a Unicode class).
+pub(crate) fn ranges(class: &str) -> Vec<(u32, u32)> {
     use regex_syntax::hir::{Class, HirKind};
     // The class names are literals of this module; parsing them cannot fail.
     let hir = match regex_syntax::parse(class) {
