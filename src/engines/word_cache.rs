@@ -12,11 +12,11 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 /// not: they rarely repeat (a CJK sentence is one GPT-2 piece).
 pub const MAX_KEY: usize = 32;
 const SLOT_IDS: usize = 7;
-/// Slots per shard. The table is direct-mapped with a fixed size (1 MiB per shard), so a shard
+/// Slots per shard. The table is direct-mapped with a fixed size (4 MiB per shard), so a shard
 /// never allocates after its first use and never rehashes: measured with examples/encode_file, a
 /// growing hash map cleared at 128K entries was 1.5x slower on the multilingual corpus, where most
 /// lookups miss and every miss walked cold memory.
-const SLOTS: usize = 1 << 14;
+const SLOTS: usize = 1 << 16;
 /// At least this many shards; more on machines with more cores.
 const MIN_SHARDS: usize = 16;
 

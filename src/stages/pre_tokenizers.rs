@@ -49,12 +49,83 @@ fn run_end(s: &str, mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
     i
 }
 
+/// Marks the bytes of [`ASCII_CLASS`] that start or continue a non-ASCII character.
+const NOT_ASCII: u8 = 0x80;
+
+/// [`class_of`] for each ASCII byte (`\p{L}` is only A-Z a-z there, `\p{N}` only 0-9, `\s` only
+/// TAB..CR and space: not U+001C..U+001F), and [`NOT_ASCII`] for every other byte.
+static ASCII_CLASS: [u8; 256] = {
+    let mut table = [NOT_ASCII; 256];
+    let mut b = 0;
+    while b < 0x80 {
+        let byte = b as u8;
+        table[b] = if byte.is_ascii_alphabetic() {
+            LETTER
+        } else if byte.is_ascii_digit() {
+            NUMBER
+        } else if matches!(byte, 0x09..=0x0D | b' ') {
+            SPACE
+        } else {
+            0
+        };
+        b += 1;
+    }
+    table
+};
+
 /// Where the GPT-2 piece starting at byte `i` of `s` ends.
+///
+/// Most pieces of most text are ASCII: an optional space and a run of letters, digits or other
+/// symbols, or a run of whitespace. Those are read one table lookup per byte; at the first
+/// non-ASCII character (which may continue the run) and for apostrophes, [`gpt2_piece_end_general`]
+/// takes over, so the two give the same ends (tested on random text).
+#[inline]
+pub fn gpt2_piece_end(s: &str, i: usize) -> usize {
+    let bytes = s.as_bytes();
+    let b = bytes[i];
+    let (j, head) = if b == b' ' && i + 1 < bytes.len() {
+        (i + 1, bytes[i + 1])
+    } else {
+        (i, b)
+    };
+    let class = ASCII_CLASS[head as usize];
+    if b == b'\'' || class == NOT_ASCII {
+        return gpt2_piece_end_general(s, i);
+    }
+    if class == SPACE {
+        let mut end = i + 1;
+        while end < bytes.len() && ASCII_CLASS[bytes[end] as usize] == SPACE {
+            end += 1;
+        }
+        if end == bytes.len() {
+            return end;
+        }
+        if bytes[end] >= 0x80 {
+            return gpt2_piece_end_general(s, i);
+        }
+        // `\s+(?!\S)` gives back the last (one-byte) space when it leaves some run behind.
+        return if end - 1 > i { end - 1 } else { end };
+    }
+    let mut end = j + 1;
+    while end < bytes.len() && ASCII_CLASS[bytes[end] as usize] == class {
+        end += 1;
+    }
+    if end < bytes.len() && bytes[end] >= 0x80 {
+        return match class {
+            LETTER => run_end(s, end, |k| k & LETTER != 0),
+            NUMBER => run_end(s, end, |k| k & NUMBER != 0),
+            _ => run_end(s, end, |k| k == 0),
+        };
+    }
+    end
+}
+
+/// [`gpt2_piece_end`] for any text, one character at a time.
 ///
 /// The alternatives are tried in the pattern's order, as a leftmost-first regex engine would.
 /// `\s+(?!\S)` is the only one that backtracks: a whitespace run followed by a non-space gives
 /// back its last character, unless that would leave it empty (then plain `\s+` takes one char).
-pub fn gpt2_piece_end(s: &str, i: usize) -> usize {
+pub fn gpt2_piece_end_general(s: &str, i: usize) -> usize {
     let bytes = s.as_bytes();
     let c = char_at(s, i);
     if c == '\'' {
@@ -584,15 +655,39 @@ impl ByteLevelPreTokenizer {
     }
 
     /// Call `f(piece_bytes)` for each final piece of `text`, in order.
-    pub fn for_each_piece(&self, text: &str, f: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
-        if self.stages.is_empty() {
-            self.byte_level_piece(text, f);
-            return Ok(());
+    pub fn for_each_piece<F>(&self, text: &str, f: &mut F) -> Result<(), Error>
+    where
+        F: FnMut(&[u8]) + ?Sized,
+    {
+        match self.stages.as_slice() {
+            [] => self.byte_level_piece(text, f),
+            // The families' usual shape, one scanned Split whose pieces go to ByteLevel as they
+            // are: handed straight over, without the stage chain's calls per piece.
+            [Stage::Split {
+                pattern: Pattern::Scanned(scanner),
+                behavior: Behavior::Isolated,
+                invert: _,
+            }] if !self.byte_level.add_prefix_space && !self.byte_level.use_regex => {
+                let bytes = text.as_bytes();
+                let mut last = 0;
+                scanner.for_each_match(text, |a, b| -> Result<(), Error> {
+                    if a > last {
+                        f(&bytes[last..a]);
+                    }
+                    f(&bytes[a..b]);
+                    last = b;
+                    Ok(())
+                })?;
+                if last < bytes.len() {
+                    f(&bytes[last..]);
+                }
+            }
+            stages => run_stages(stages, text, &mut |piece| {
+                self.byte_level_piece(piece, f);
+                Ok(())
+            })?,
         }
-        run_stages(&self.stages, text, &mut |piece| {
-            self.byte_level_piece(piece, f);
-            Ok(())
-        })
+        Ok(())
     }
 
     /// How each stage before ByteLevel runs, in order: `digits`, `chars`, and for a Split
@@ -601,7 +696,7 @@ impl ByteLevelPreTokenizer {
         self.stages.iter().map(Stage::route).collect()
     }
 
-    fn byte_level_piece(&self, piece: &str, f: &mut dyn FnMut(&[u8])) {
+    fn byte_level_piece<F: FnMut(&[u8]) + ?Sized>(&self, piece: &str, f: &mut F) {
         if piece.is_empty() {
             return;
         }
@@ -792,6 +887,78 @@ mod tests {
             {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]});
         let p = ByteLevelPreTokenizer::from_json(&unknown, "pre_tokenizer_json").unwrap();
         assert_eq!(p.routes(), ["regex"]);
+    }
+
+    /// Random text over characters that sit on every boundary the scanners decide: each ASCII
+    /// class, apostrophes and contraction letters, non-ASCII letters, digits, spaces and marks.
+    fn random_texts(count: usize) -> Vec<String> {
+        const ALPHABET: &[char] = &[
+            'a', 'Z', 's', 't', 'l', 'e', 'r', '1', '9', ' ', ' ', '\t', '\n', '\r', '\u{0b}',
+            '\u{1c}', '\'', '\'', '.', '-', '/', '(', '\u{7f}', '\u{0}', 'é', 'ſ', 'Ω', 'ǅ', 'ʰ',
+            '日', '٣', 'Ⅷ', '\u{a0}', '\u{85}', '\u{2028}', '\u{3000}', '\u{301}', '\u{200b}',
+            '😀', '\u{1D400}', '’',
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..count)
+            .map(|_| {
+                let len = (next() % 40) as usize;
+                (0..len)
+                    .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gpt2_ascii_path_equals_the_general_scanner() {
+        let mut fast_ends = 0;
+        for text in random_texts(20_000) {
+            for (i, _) in text.char_indices() {
+                let (fast, general) = (gpt2_piece_end(&text, i), gpt2_piece_end_general(&text, i));
+                assert_eq!(fast, general, "{text:?} at byte {i}");
+                fast_ends += usize::from(text.as_bytes()[i] < 0x80);
+            }
+        }
+        assert!(fast_ends > 100_000, "the ASCII path ran {fast_ends} times");
+        for b in 0..0x80u8 {
+            assert_eq!(ASCII_CLASS[b as usize], class_of(b as char), "byte {b:#x}");
+        }
+    }
+
+    /// A lone scanned Split is handed straight to ByteLevel; its pieces are still the stage
+    /// chain's (the spans `stage_spans` lists, which go through `Stage::split`).
+    #[test]
+    fn scanned_split_route_gives_the_stage_pieces() {
+        for re in [
+            crate::stages::scanners::LLAMA3,
+            crate::stages::scanners::O200K,
+            r"\p{N}{1,3}",
+            "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
+        ] {
+            for invert in [false, true] {
+                let v = json!({"type": "Sequence", "pretokenizers": [
+                    {"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": invert},
+                    {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]});
+                let p = ByteLevelPreTokenizer::from_json(&v, "pre_tokenizer_json").unwrap();
+                assert_ne!(p.routes(), ["regex"], "{re}");
+                for text in random_texts(3000) {
+                    let mut pieces: Vec<Vec<u8>> = Vec::new();
+                    p.for_each_piece(&text, &mut |b| pieces.push(b.to_vec()))
+                        .unwrap();
+                    let expected: Vec<Vec<u8>> = (p.stage_spans(&text).unwrap().into_iter())
+                        .filter(|(a, b)| a < b)
+                        .map(|(a, b)| text.as_bytes()[a..b].to_vec())
+                        .collect();
+                    assert_eq!(pieces, expected, "{re} on {text:?}");
+                }
+            }
+        }
     }
 
     /// The measurement behind choosing hand-written scanners over the linear regex route:

@@ -39,14 +39,25 @@ const BLOCK: usize = 256;
 pub struct Classes {
     index: Vec<u16>,
     blocks: Vec<u8>,
+    /// The first block again, indexed by a byte: one load for ASCII, the common case.
+    ascii: [u8; 256],
 }
 
 impl Classes {
     /// The class bits of code point `cp` (at most 0x10FFFF).
     #[inline(always)]
     pub fn of(&self, cp: u32) -> u8 {
+        if cp < 0x80 {
+            return self.ascii[cp as usize];
+        }
         let block = self.index[(cp as usize) >> 8] as usize;
         self.blocks[block * BLOCK + (cp as usize & (BLOCK - 1))]
+    }
+
+    /// The class bits of an ASCII byte `b` (< 0x80).
+    #[inline(always)]
+    pub fn of_ascii(&self, b: u8) -> u8 {
+        self.ascii[b as usize]
     }
 }
 
@@ -82,7 +93,13 @@ fn build() -> Classes {
         });
         index.push(id);
     }
-    Classes { index, blocks }
+    let mut ascii = [0u8; 256];
+    ascii[..0x80].copy_from_slice(&flat[..0x80]);
+    Classes {
+        index,
+        blocks,
+        ascii,
+    }
 }
 
 /// The table, built on first use.
