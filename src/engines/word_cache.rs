@@ -171,7 +171,20 @@ impl WordCache {
                 & (slot.key[3] == w[3])
                 & ((slot.meta >> 8) as usize == key.len);
             if same {
-                out.extend_from_slice(&slot.ids[..(slot.meta & 0xff) as usize]);
+                // A fixed-size copy of the whole slot, then the length: no call to memmove
+                // for a copy of a few ids.
+                out.reserve(SLOT_IDS);
+                let len = out.len();
+                // SAFETY: the reserve leaves room for SLOT_IDS more ids after `len`; the new
+                // length counts only the slot's ids, all of them written just before.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        slot.ids.as_ptr(),
+                        out.as_mut_ptr().add(len),
+                        SLOT_IDS,
+                    );
+                    out.set_len(len + (slot.meta & 0xff) as usize);
+                }
                 return true;
             }
         }
