@@ -142,3 +142,26 @@ def pt_o200k_pattern() -> str:
 
     doc = json.loads(tokenizer_path("gpt-4o-o200k").read_text(encoding="utf-8"))
     return doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
+
+
+class _GivingUpEngine:
+    """Stands in for the Rust engine: fails every call with the given message."""
+
+    def __init__(self, message):
+        self.message = message
+
+    def encode(self, text, matchable):
+        raise ValueError(self.message)
+
+
+def test_a_regex_that_gives_up_falls_back_with_a_warning_and_other_errors_propagate():
+    from tinyllm import SlowPathWarning
+
+    tok = ours("gpt2")
+    expected = ours_reference("gpt2").encode("Hello world")
+    tok._fast = _GivingUpEngine("regex: backtrack limit exceeded")
+    with pytest.warns(SlowPathWarning, match="pre_tokenizer: the Rust regex engine gave up"):
+        assert tok.encode("Hello world") == expected
+    tok._fast = _GivingUpEngine("something else broke")
+    with pytest.raises(ValueError, match="something else broke"):
+        tok.encode("Hello world")
