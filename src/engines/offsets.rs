@@ -27,7 +27,7 @@ use crate::stages::alignment::{normalize_aligned, Span};
 use crate::stages::bert::{bert_pre_tokenize, whitespace_split};
 use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::{gpt2_split, ByteLevelPreTokenizer};
-use crate::stages::text_pre_tokenizers::{Prepend, TextPreTokenizer};
+use crate::stages::text_pre_tokenizers::TextPreTokenizer;
 use crate::text::byte_alphabet::char_to_byte;
 use crate::Error;
 
@@ -161,7 +161,12 @@ struct Piece<'a> {
 }
 
 /// Pieces of `text` as a stage splits it: (piece, start, end) in characters of `text`.
-fn split_stage<'a>(stage: &TextPreTokenizer, text: &'a str) -> Vec<(Cow<'a, str>, usize, usize)> {
+/// `at_text_start`: whether `text` begins the whole input (Metaspace "first" reads it).
+fn split_stage<'a>(
+    stage: &TextPreTokenizer,
+    text: &'a str,
+    at_text_start: bool,
+) -> Vec<(Cow<'a, str>, usize, usize)> {
     let mut byte_spans: Vec<(usize, usize)> = Vec::new();
     let base = text.as_ptr() as usize;
     let mut from_slice = |p: &str| {
@@ -176,7 +181,7 @@ fn split_stage<'a>(stage: &TextPreTokenizer, text: &'a str) -> Vec<(Cow<'a, str>
             replacement,
             prepend,
             split,
-        } => return metaspace(text, *replacement, *prepend, *split),
+        } => return metaspace(text, *replacement, prepend.applies(at_text_start), *split),
         TextPreTokenizer::Sequence(_) => unreachable!("sequences are applied stage by stage"),
     }
     let mut out = Vec::with_capacity(byte_spans.len());
@@ -193,12 +198,12 @@ fn split_stage<'a>(stage: &TextPreTokenizer, text: &'a str) -> Vec<(Cow<'a, str>
     out
 }
 
-/// The reference's Metaspace: spaces become the replacement, one is put in front (scheme
-/// "always") and the text is cut before each replacement; spans leave the prefix out.
+/// The reference's Metaspace: spaces become the replacement, one is put in front (when `prefix`)
+/// and the text is cut before each replacement; spans leave the prefix out.
 fn metaspace(
     text: &str,
     replacement: char,
-    prepend: Prepend,
+    prefix: bool,
     split: bool,
 ) -> Vec<(Cow<'_, str>, usize, usize)> {
     if text.is_empty() {
@@ -208,7 +213,7 @@ fn metaspace(
         .chars()
         .map(|c| if c == ' ' { replacement } else { c })
         .collect();
-    let added = usize::from(!replaced.starts_with(replacement) && prepend == Prepend::Always);
+    let added = usize::from(!replaced.starts_with(replacement) && prefix);
     let chars: Vec<char> = std::iter::repeat_n(replacement, added)
         .chain(replaced.chars())
         .collect();
@@ -238,18 +243,27 @@ fn metaspace(
         .collect()
 }
 
-/// Every piece re-split by `stage` (the reference's `PreTokenizer.apply`).
-fn apply<'a>(stage: &TextPreTokenizer, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
+/// Every piece re-split by `stage` (the reference's `PreTokenizer.apply`); a piece begins the
+/// input when the gap does (`at_text_start`), it starts at the gap's first character and no
+/// prefix was put in front of it.
+fn apply<'a>(
+    stage: &TextPreTokenizer,
+    pieces: Vec<Piece<'a>>,
+    at_text_start: bool,
+) -> Vec<Piece<'a>> {
     if let TextPreTokenizer::Sequence(stages) = stage {
-        return stages.iter().fold(pieces, |pieces, s| apply(s, pieces));
+        return stages
+            .iter()
+            .fold(pieces, |pieces, s| apply(s, pieces, at_text_start));
     }
     let mut out = Vec::with_capacity(pieces.len());
     for piece in pieces {
         let shift = piece.text.chars().count() - (piece.end - piece.start);
+        let at = at_text_start && piece.start == 0 && shift == 0;
         let subs: Vec<(String, usize, usize)> = match &piece.text {
             // Borrowed pieces can lend their slices on; owned ones are copied.
             Cow::Borrowed(t) => {
-                for (sub, s, e) in split_stage(stage, t) {
+                for (sub, s, e) in split_stage(stage, t, at) {
                     out.push(Piece {
                         text: sub,
                         start: piece.start + s.saturating_sub(shift),
@@ -258,7 +272,7 @@ fn apply<'a>(stage: &TextPreTokenizer, pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>>
                 }
                 continue;
             }
-            Cow::Owned(t) => split_stage(stage, t)
+            Cow::Owned(t) => split_stage(stage, t, at)
                 .into_iter()
                 .map(|(sub, s, e)| (sub.into_owned(), s, e))
                 .collect(),
@@ -317,7 +331,8 @@ pub fn text_gap(
         end: align.len(),
     };
     let pieces = match pre {
-        Some(pre) => apply(pre, vec![whole]),
+        // The gap begins the input when it starts at its first character.
+        Some(pre) => apply(pre, vec![whole], first_char == 0),
         None => vec![whole],
     };
     let landing = Landing { align: &align, raw };

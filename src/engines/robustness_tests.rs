@@ -200,9 +200,12 @@ fn stage_spec_errors_name_the_field() {
         "pre_tokenizer_json.replacement: expected one character, found the string \"ab\""
     );
     assert!(err(pre(
-        json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"})
+        json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "sometimes"})
     ))
-    .contains("prepend_scheme = \"first\""));
+    .contains("prepend_scheme = \"sometimes\": expected \"always\", \"first\" or \"never\""));
+    assert!(
+        pre(json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"})).is_ok()
+    );
     assert_eq!(
         err(pre(json!({"type": "Sequence", "pretokenizers": null}))),
         "pre_tokenizer_json.pretokenizers: expected a value, found nothing (missing or null)"

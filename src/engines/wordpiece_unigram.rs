@@ -25,11 +25,23 @@ use crate::stages::normalizers::Normalizer;
 use crate::stages::text_pre_tokenizers::TextPreTokenizer;
 use crate::Error;
 
-/// Normalize `text` and call `f` with each pre-token: the words a trainer counts.
+/// Normalize `text` and call `f` with each pre-token: the words a trainer counts (a text that
+/// begins its input).
 pub fn for_each_word(
     normalizer: Option<&Normalizer>,
     pre: Option<&TextPreTokenizer>,
     text: &str,
+    f: &mut dyn FnMut(&str),
+) {
+    for_each_word_at(normalizer, pre, text, true, f);
+}
+
+/// [`for_each_word`] of a stretch of the input; `at_text_start` says whether it begins the input.
+fn for_each_word_at(
+    normalizer: Option<&Normalizer>,
+    pre: Option<&TextPreTokenizer>,
+    text: &str,
+    at_text_start: bool,
     f: &mut dyn FnMut(&str),
 ) {
     let (mut normalized, mut spare) = (String::new(), String::new());
@@ -41,7 +53,7 @@ pub fn for_each_word(
         None => text,
     };
     match pre {
-        Some(p) => p.for_each_piece(text, f),
+        Some(p) => p.for_each_piece_at(text, at_text_start, f),
         None if !text.is_empty() => f(text),
         None => {}
     }
@@ -221,7 +233,14 @@ impl TextEngine {
         }
     }
 
-    fn encode_gap(&self, gap: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
+    /// Encode one stretch of text between added tokens; `at_text_start`: it begins the input.
+    fn encode_gap(
+        &self,
+        gap: &str,
+        at_text_start: bool,
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
+    ) {
         if gap.is_empty() {
             return;
         }
@@ -239,7 +258,7 @@ impl TextEngine {
                 cache.encode(piece.as_bytes(), out, |out| self.model.encode(piece, out))
             };
             match &self.pre {
-                Some(pre) => pre.for_each_piece(text, &mut encode),
+                Some(pre) => pre.for_each_piece_at(text, at_text_start, &mut encode),
                 None => encode(text),
             }
             // One huge text should not pin its size in every worker's buffers for good.
@@ -266,12 +285,13 @@ impl TextEngine {
         };
         let out = std::cell::RefCell::new(Vec::with_capacity(text.len() / 2 + 4));
         let mut k: u64 = 0;
-        let mut gap = |gap: &str, _: usize| -> Result<(), Error> {
+        let mut gap = |gap: &str, at: usize| -> Result<(), Error> {
             let mut failed = Ok(());
-            for_each_word(
+            for_each_word_at(
                 self.normalizer.as_ref(),
                 self.pre.as_ref(),
                 gap,
+                at == 0,
                 &mut |word| {
                     if failed.is_ok() {
                         let mut rng = SplitMix64::for_stream(key, k);
@@ -321,13 +341,13 @@ impl Encoder for TextEngine {
         let mut out = Vec::with_capacity(text.len() / 4 + 4);
         let mut cache = self.cache.for_current_thread();
         match matcher {
-            None => self.encode_gap(text, &mut cache, &mut out),
+            None => self.encode_gap(text, true, &mut cache, &mut out),
             Some(m) => {
                 let out_cell = std::cell::RefCell::new(&mut out);
                 m.split(
                     text,
-                    &mut |gap, _| {
-                        self.encode_gap(gap, &mut cache, &mut out_cell.borrow_mut());
+                    &mut |gap, at| {
+                        self.encode_gap(gap, at == 0, &mut cache, &mut out_cell.borrow_mut());
                         Ok(())
                     },
                     &mut |id| out_cell.borrow_mut().push(id),

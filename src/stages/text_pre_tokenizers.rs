@@ -6,8 +6,10 @@
 //! [`crate::stages::pre_tokenizers`], whose pieces are bytes.)
 //!
 //! Metaspace turns spaces into `▁`, puts one in front (scheme "always") and cuts before each:
-//! `Hey  you` -> `▁Hey` `▁` `▁you`. The scheme "first" needs each piece's position in the raw input,
-//! which this fast path does not track; such files run on the Python reference.
+//! `Hey  you` -> `▁Hey` `▁` `▁you`. The scheme "first" puts one only in front of the piece that
+//! begins the whole input: not after an added token, not after leading text an earlier stage
+//! dropped or a prefix it added. So every piece travels with that one flag
+//! ([`TextPreTokenizer::for_each_piece_at`]), as the reference's `at_text_start` does.
 
 use crate::spec::Spec;
 use crate::stages::bert::{bert_pre_tokenize, whitespace_split};
@@ -18,7 +20,21 @@ use crate::Error;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Prepend {
     Always,
+    /// Only the piece that begins the whole input.
+    First,
     Never,
+}
+
+impl Prepend {
+    /// Whether a piece that does not start with the replacement gets one, given whether it
+    /// begins the input.
+    pub fn applies(self, at_text_start: bool) -> bool {
+        match self {
+            Prepend::Always => true,
+            Prepend::First => at_text_start,
+            Prepend::Never => false,
+        }
+    }
 }
 
 /// The pre-tokenizer stage of a text pipeline.
@@ -57,11 +73,12 @@ impl TextPreTokenizer {
                     None => Prepend::Always,
                     Some(_) => match v.str("prepend_scheme")? {
                         "always" => Prepend::Always,
+                        "first" => Prepend::First,
                         "never" => Prepend::Never,
                         other => {
                             return Err(Error::Unsupported(format!(
-                                "{}.prepend_scheme = {other:?}: the fast path runs \"always\" \
-                                 and \"never\"",
+                                "{}.prepend_scheme = {other:?}: expected \"always\", \"first\" \
+                                 or \"never\"",
                                 v.path()
                             )))
                         }
@@ -90,70 +107,93 @@ impl TextPreTokenizer {
         })
     }
 
-    /// Call `f` with each piece of `text`.
+    /// Call `f` with each piece of `text`, which begins the input.
     pub fn for_each_piece(&self, text: &str, f: &mut dyn FnMut(&str)) {
+        self.for_each_piece_at(text, true, f);
+    }
+
+    /// Call `f` with each piece of `text`; `at_text_start` says whether `text` begins the whole
+    /// input (false after an added token). Only Metaspace's "first" scheme reads it.
+    pub fn for_each_piece_at(&self, text: &str, at_text_start: bool, f: &mut dyn FnMut(&str)) {
+        self.pieces(text, at_text_start, &mut |piece, _| f(piece));
+    }
+
+    /// Each piece with whether it still begins the input: it starts where `text` does, `text`
+    /// did, and no prefix was put in front of it.
+    fn pieces(&self, text: &str, at_text_start: bool, f: &mut dyn FnMut(&str, bool)) {
+        // These stages hand out slices of `text`: the first begins the input if it starts
+        // where `text` starts.
+        let mut slice = |p: &str| f(p, at_text_start && p.as_ptr() == text.as_ptr());
         match self {
-            TextPreTokenizer::Bert => bert_pre_tokenize(text, &mut |p| f(p)),
-            TextPreTokenizer::WhitespaceSplit => whitespace_split(text, &mut |p| f(p)),
+            TextPreTokenizer::Bert => bert_pre_tokenize(text, &mut slice),
+            TextPreTokenizer::WhitespaceSplit => whitespace_split(text, &mut slice),
             TextPreTokenizer::Metaspace {
                 replacement,
                 prepend,
                 split,
-            } => metaspace(text, *replacement, *prepend, *split, f),
+            } => metaspace(
+                text,
+                *replacement,
+                prepend.applies(at_text_start),
+                *split,
+                &mut |p, first| f(p, first && at_text_start),
+            ),
             TextPreTokenizer::Chars(split) => {
                 for (start, end) in split.spans(text) {
-                    f(&text[start..end]);
+                    slice(&text[start..end]);
                 }
             }
             TextPreTokenizer::Sequence(stages) => {
-                let mut pieces = vec![text.to_string()];
+                let mut pieces = vec![(text.to_string(), at_text_start)];
                 for stage in stages {
                     let mut next = Vec::new();
-                    for piece in &pieces {
-                        stage.for_each_piece(piece, &mut |p| next.push(p.to_string()));
+                    for (piece, at) in &pieces {
+                        stage.pieces(piece, *at, &mut |p, at| next.push((p.to_string(), at)));
                     }
                     pieces = next;
                 }
-                for piece in &pieces {
-                    f(piece);
+                for (piece, at) in &pieces {
+                    f(piece, *at);
                 }
             }
         }
     }
 }
 
-/// Hugging Face's Metaspace: spaces become the replacement, one is put in front (by the scheme)
-/// and the text is cut before every replacement (MergedWithNext).
+/// Hugging Face's Metaspace: spaces become the replacement, one is put in front (when `prefix`
+/// and the text does not start with one) and the text is cut before every replacement
+/// (MergedWithNext). `f` learns of each piece whether it is the first one and has no prefix.
 fn metaspace(
     text: &str,
     replacement: char,
-    prepend: Prepend,
+    prefix: bool,
     split: bool,
-    f: &mut dyn FnMut(&str),
+    f: &mut dyn FnMut(&str, bool),
 ) {
     if text.is_empty() {
         return;
     }
     let mut buf = String::with_capacity(text.len() + 8);
     let starts_with = text.starts_with(replacement) || text.starts_with(' ');
-    if !starts_with && prepend == Prepend::Always {
+    let added = prefix && !starts_with;
+    if added {
         buf.push(replacement);
     }
     for ch in text.chars() {
         buf.push(if ch == ' ' { replacement } else { ch });
     }
     if !split {
-        f(&buf);
+        f(&buf, !added);
         return;
     }
     let mut start = 0;
     for (i, ch) in buf.char_indices() {
         if ch == replacement && i > start {
-            f(&buf[start..i]);
+            f(&buf[start..i], start == 0 && !added);
             start = i;
         }
     }
-    f(&buf[start..]);
+    f(&buf[start..], start == 0 && !added);
 }
 
 #[cfg(test)]
@@ -162,8 +202,49 @@ mod tests {
 
     fn pieces(text: &str, prepend: Prepend) -> Vec<String> {
         let mut out = Vec::new();
-        metaspace(text, '▁', prepend, true, &mut |p| out.push(p.to_string()));
+        metaspace(text, '▁', prepend.applies(true), true, &mut |p, _| {
+            out.push(p.to_string())
+        });
         out
+    }
+
+    fn pieces_of(spec: serde_json::Value, text: &str, at_text_start: bool) -> Vec<String> {
+        let pre = TextPreTokenizer::from_json(&spec, "pre").unwrap();
+        let mut out = Vec::new();
+        pre.for_each_piece_at(text, at_text_start, &mut |p| out.push(p.to_string()));
+        out
+    }
+
+    #[test]
+    fn first_scheme_prefixes_only_the_piece_that_begins_the_input() {
+        let first =
+            serde_json::json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"});
+        assert_eq!(pieces_of(first.clone(), "Hey you", true), ["▁Hey", "▁you"]);
+        assert_eq!(pieces_of(first.clone(), "Hey you", false), ["Hey", "▁you"]); // after an added token
+                                                                                 // An earlier stage that drops the leading spaces moves the first piece off the start;
+                                                                                 // one that keeps it there leaves the prefix on.
+        let after = |stage: serde_json::Value| serde_json::json!({"type": "Sequence", "pretokenizers": [stage, first.clone()]});
+        assert_eq!(
+            pieces_of(
+                after(serde_json::json!({"type": "WhitespaceSplit"})),
+                "  a b",
+                true
+            ),
+            ["a", "b"]
+        );
+        assert_eq!(
+            pieces_of(
+                after(serde_json::json!({"type": "WhitespaceSplit"})),
+                "a b",
+                true
+            ),
+            ["▁a", "b"]
+        );
+        // A prefix added by an earlier Metaspace counts as text before the piece.
+        let twice = serde_json::json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": false},
+            {"type": "Metaspace", "replacement": "_", "prepend_scheme": "first", "split": false}]});
+        assert_eq!(pieces_of(twice, "x", true), ["▁x"]);
     }
 
     #[test]

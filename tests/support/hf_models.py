@@ -57,10 +57,13 @@ def _bpe_json(pre: str, prefix, suffix, limit_alphabet: int, vocab_size: int) ->
 
 def bpe_doc(pre: str = "metaspace", *, byte_fallback: bool = True, fuse_unk: bool = True, unk: bool = True,
             bytes_kept=range(256), prefix=None, suffix=None, limit_alphabet: int = 120,
-            vocab_size: int = 2000) -> dict:
+            vocab_size: int = 2000, metaspace: dict | None = None) -> dict:
     """A trained character-level BPE document with the given model options; `bytes_kept` says
-    which `<0xNN>` tokens the vocabulary holds."""
+    which `<0xNN>` tokens the vocabulary holds; `metaspace` updates the Metaspace pre-tokenizer
+    (e.g. `prepend_scheme` "first", `split` false: Mistral's)."""
     doc = json.loads(_bpe_json(pre, prefix, suffix, limit_alphabet, vocab_size))
+    if metaspace:
+        doc["pre_tokenizer"].update(metaspace)
     model = doc["model"]
     _add_model_tokens(model["vocab"], [BYTE_TOKENS[b] for b in bytes_kept])
     model.update(byte_fallback=byte_fallback, fuse_unk=fuse_unk, unk_token="<unk>" if unk else None,

@@ -18,7 +18,6 @@ from collections import Counter
 from typing import Iterable, NamedTuple, Sequence
 
 from tinyllm import _native
-from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
 from tinyllm.tok.stages.special_policy import leftmost_longest
 from tinyllm.tok.text.clean import clean_text
 
@@ -106,8 +105,6 @@ def _rust_counter(normalizer, pre_tokenizer):
     """The Rust counter for these stages, or None when the core cannot run them."""
     if _native.core is None:
         return None
-    if pre_tokenizer is not None and uses_first_scheme(pre_tokenizer.to_json()):
-        return None  # Metaspace's "first" scheme depends on the text start; the reference knows it
     try:
         return _native.core.WordCounter(json.dumps(normalizer.to_json() if normalizer is not None else None),
                                 json.dumps(pre_tokenizer.to_json() if pre_tokenizer is not None else None))

@@ -18,6 +18,8 @@ from tinyllm.tok.models.bpe import BPEModel
 
 VARIANTS = {
     "metaspace": dict(),
+    "metaspace-first": dict(metaspace={"prepend_scheme": "first"}),
+    "metaspace-first-whole": dict(metaspace={"prepend_scheme": "first", "split": False}),
     "no-pre-tokenizer": dict(pre="none"),
     "no-fuse": dict(fuse_unk=False),
     "some-bytes-missing": dict(bytes_kept=[b for b in range(256) if b % 5]),

@@ -34,13 +34,18 @@ def _load_warning(doc: dict) -> str:
     ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"},
                                                               {"type": "Digits", "individual_digits": True}]}},
      "pre_tokenizer.pretokenizers[1] Digits: not implemented"),
-    ({"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}},
-     'pre_tokenizer Metaspace: prepend_scheme "first" is not in the Rust engine yet'),
 ])
 def test_a_component_without_a_fast_path_is_named(stages, expected):
     message = _load_warning(_wordlevel(**stages))
     assert tokenizer_from_document(_wordlevel(**stages)).encode("a a")  # the reference still encodes
     assert expected in message and message.endswith("encoding runs on the pure-Python reference (slow)")
+
+
+def test_metaspace_first_runs_on_the_core_without_a_warning():
+    doc = _wordlevel(pre_tokenizer={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowPathWarning)
+        assert tokenizer_from_document(doc).uses_fast_path
 
 
 def test_normalized_added_tokens_under_a_normalizer_are_named():

@@ -129,17 +129,59 @@ def test_loader_rejections(path, value, message):
         tokenizer_from_document(doc)
 
 
-def test_prepend_scheme_first_equals_hf_after_added_tokens():
+FIRST_SCHEME_TEXTS = ["Привет мир", "</s>Привет", "a </s>b", " x", "</s> y", "\x7fz", "  two  spaces", "</s></s>x",
+                      "x</s>", "", "▁already", "мир </s> мир", "  "]
+
+
+@pytest.mark.parametrize("pre_tokenizer", [
+    {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True},
+    {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False},
+    {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"},
+                                           {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"}]},
+    {"type": "Sequence", "pretokenizers": [{"type": "Punctuation"},
+                                           {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"}]},
+], ids=["split", "whole", "after-whitespace-split", "after-punctuation"])
+def test_prepend_scheme_first_equals_hf_after_added_tokens(pre_tokenizer):
+    """Only the piece that begins the input gets the ▁: not one after an added token, nor one after
+    leading text an earlier stage dropped. Ids equal HF's, on the engine; offsets equal the
+    reference's (rut5's whitespace folding gives HF other spans whatever the scheme)."""
     from tinyllm.tok.load import tokenizer_from_document
 
     doc = json.loads(tokenizer_path(NAME).read_text(encoding="utf-8"))
-    for part in ("pre_tokenizer", "decoder"):
-        doc[part] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}
+    doc["pre_tokenizer"] = pre_tokenizer
+    doc["decoder"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}
     ref = tokenizers.Tokenizer.from_str(json.dumps(doc))
     tok = tokenizer_from_document(doc)
-    assert not tok.uses_fast_path  # "first" needs raw positions: the reference runs it
-    for text in ["Привет мир", "</s>Привет", "a </s>b", " x", "</s> y", "\x7fz"]:
-        assert tok.encode(text, allowed_special="all") == ref.encode(text, add_special_tokens=False).ids, repr(text)
+    if not PURE_PYTHON:
+        assert_fast(tok)
+    texts = FIRST_SCHEME_TEXTS + [line[:60] for line in shared_corpus_lines(every=400)]
+    reference_tok = tok.use_reference()
+    for text in texts:
+        expected = ref.encode(text, add_special_tokens=False)
+        assert tok.encode(text, allowed_special="all") == expected.ids, repr(text)
+        assert tok.encode_batch([text], allowed_special="all") == [expected.ids], repr(text)
+        structured = tok.encode_structured(text, allowed_special="all")
+        reference = reference_tok.encode_structured(text, allowed_special="all")
+        assert structured.ids == expected.ids, repr(text)
+        assert structured.offsets == reference.offsets, repr(text)
+
+
+@needs_rust
+def test_prepend_scheme_first_engine_equals_reference_on_stress_strings(monkeypatch):
+    from tests.support.rust import count_engine_calls
+    from tinyllm.tok.load import tokenizer_from_document
+
+    doc = json.loads(tokenizer_path(NAME).read_text(encoding="utf-8"))
+    doc["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}
+    fast = tokenizer_from_document(doc)
+    ref = tokenizer_from_document(doc).use_reference()
+    assert_fast(fast)
+    assert_reference(ref)
+    texts = [s + t for s, t in zip(stress_strings(400), ["", "</s>", " </s> ", "</s>x"] * 100)]
+    calls = count_engine_calls(monkeypatch, fast)
+    for text in texts:
+        assert fast.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all"), repr(text)
+    assert calls["encode"] == len(texts)
 
 
 def test_offsets_through_strip_and_replace_point_at_the_source():

@@ -16,7 +16,6 @@ import json
 from typing import Optional
 
 from tinyllm import _native
-from tinyllm.tok.stages.pre_tokenizers import uses_first_scheme
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, token_bytes
 
 ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "NFD", "NFKD", "NFC", "NFKC", "StripAccents",
@@ -120,10 +119,6 @@ def build_text_engine(tok, model_type: str, model_spec: Optional[dict], *, spm_p
     problem = _stage_problem(tok, normalizer, pre, ENGINE_PRE_TOKENIZERS)
     if problem:
         return _reference(tok, *problem)
-    if uses_first_scheme(pre):
-        # "first" depends on where each piece sits in the raw input (after normalizer deletions
-        # and earlier pre-tokenizer stages); the reference tracks that, the engine does not.
-        return _reference(tok, "pre_tokenizer Metaspace", 'prepend_scheme "first" is not in the Rust engine yet')
     added = [(t.content, t.id) for t in tok.added_tokens]
     try:
         if spm_pieces is not None:

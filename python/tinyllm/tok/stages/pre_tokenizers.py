@@ -212,7 +212,7 @@ class Split(PreTokenizer):
 
 @functools.lru_cache(maxsize=None)
 def _whitespace_piece():
-    """HF's Whitespace: `\w+|[^\w\s]+` with the regex crate's Unicode classes (measured, see
+    r"""HF's Whitespace: `\w+|[^\w\s]+` with the regex crate's Unicode classes (measured, see
     tools/gen_stage_tables.py); the matches are the pieces, what lies between is dropped.
     Compiled on first use (a large class: tens of milliseconds)."""
     word, space = class_body(unicode_tables.WORD), class_body(unicode_tables.SPACE)
@@ -378,12 +378,3 @@ class Sequence(PreTokenizer):
     def to_json(self) -> dict:
         return {"type": "Sequence", "pretokenizers": [p.to_json() for p in self.pretokenizers]}
 
-
-def uses_first_scheme(pre_tokenizer: dict | None) -> bool:
-    """Whether a pre-tokenizer (its tokenizer.json object) has a Metaspace stage with the "first"
-    prepend scheme, which depends on where each piece sits in the raw input."""
-    if pre_tokenizer is None:
-        return False
-    if pre_tokenizer.get("type") == "Metaspace":
-        return pre_tokenizer.get("prepend_scheme") == "first"
-    return any(uses_first_scheme(stage) for stage in pre_tokenizer.get("pretokenizers") or ())
