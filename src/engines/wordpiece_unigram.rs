@@ -248,11 +248,12 @@ impl TextEngine {
             let mut guard = cell.borrow_mut();
             let (normalized, spare) = &mut *guard;
             let text: &str = match &self.normalizer {
-                Some(n) => {
+                // An ASCII gap goes through a normalizer that keeps ASCII as it is, uncopied.
+                Some(n) if !(n.keeps_ascii() && gap.is_ascii()) => {
                     n.run(gap, normalized, spare);
                     normalized
                 }
-                None => gap,
+                _ => gap,
             };
             let mut encode = |piece: &str| {
                 cache.encode(piece.as_bytes(), out, |out| self.model.encode(piece, out))

@@ -108,6 +108,22 @@ impl Normalizer {
         })
     }
 
+    /// Whether this normalizer leaves every ASCII text as it is: the Unicode forms (no ASCII
+    /// character decomposes, composes or is a compatibility character) and StripAccents (ASCII
+    /// has no marks), alone or in a Sequence. Engines then skip it on ASCII text (Qwen2's NFC on
+    /// English or code) instead of copying the text through it.
+    pub fn keeps_ascii(&self) -> bool {
+        match self {
+            Normalizer::Nfc
+            | Normalizer::Nfkc
+            | Normalizer::Nfd
+            | Normalizer::Nfkd
+            | Normalizer::StripAccents => true,
+            Normalizer::Sequence(stages) => stages.iter().all(Normalizer::keeps_ascii),
+            _ => false,
+        }
+    }
+
     /// Write the normalized `text` into `out` (cleared first); `spare` is scratch for sequences.
     pub fn run(&self, text: &str, out: &mut String, spare: &mut String) {
         out.clear();
@@ -394,5 +410,39 @@ mod tests {
         assert_eq!(out, "ﬁe\u{301}");
         let err = Normalizer::from_json(&serde_json::json!({"type": "Prepend"}), "normalizer");
         assert!(err.is_err_and(|e| e.to_string().contains("normalizer.prepend")));
+    }
+
+    #[test]
+    fn keeps_ascii_only_where_every_ascii_text_is_unchanged() {
+        let of = |spec: serde_json::Value| Normalizer::from_json(&spec, "normalizer").unwrap();
+        let keepers = [
+            serde_json::json!({"type": "NFC"}),
+            serde_json::json!({"type": "NFKC"}),
+            serde_json::json!({"type": "NFD"}),
+            serde_json::json!({"type": "NFKD"}),
+            serde_json::json!({"type": "StripAccents"}),
+            serde_json::json!({"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "StripAccents"}]}),
+        ];
+        // Every ASCII character, alone and in every pair (so any composition would show).
+        let mut texts: Vec<String> = (0u8..0x80).map(|b| (b as char).to_string()).collect();
+        for a in 0u8..0x80 {
+            texts.push((0u8..0x80).flat_map(|b| [a as char, b as char]).collect());
+        }
+        let (mut out, mut spare) = (String::new(), String::new());
+        for spec in keepers {
+            let n = of(spec.clone());
+            assert!(n.keeps_ascii(), "{spec}");
+            for text in &texts {
+                n.run(text, &mut out, &mut spare);
+                assert_eq!(&out, text, "{spec}");
+            }
+        }
+        for spec in [
+            serde_json::json!({"type": "Lowercase"}),
+            serde_json::json!({"type": "Prepend", "prepend": "▁"}),
+            serde_json::json!({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]}),
+        ] {
+            assert!(!of(spec.clone()).keeps_ascii(), "{spec}");
+        }
     }
 }
