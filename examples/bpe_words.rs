@@ -9,24 +9,13 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use serde_json::Value;
-
 mod support;
 
 const BUCKETS: [usize; 7] = [4, 8, 16, 32, 64, 128, usize::MAX];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        return Err("usage: bpe_words TOKENIZER_JSON TEXT_FILE".into());
-    }
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&args[1])?)?;
-    let text = std::fs::read_to_string(&args[2])?;
-    let mut half = text.len() / 2;
-    while !text.is_char_boundary(half) {
-        half += 1;
-    }
-    let (warm, measure) = text.split_at(half);
+    let (doc, text) = support::read_args("bpe_words")?;
+    let (warm, measure) = support::halves(&text);
     let (model, pre) = support::parts(&doc)?;
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     pre.for_each_piece(warm, &mut |p| {

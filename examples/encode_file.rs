@@ -10,39 +10,18 @@
 
 use std::time::Instant;
 
-use serde_json::Value;
 use tinyllm::engines::Encoder;
 
 mod support;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        return Err("usage: encode_file TOKENIZER_JSON TEXT_FILE".into());
-    }
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&args[1])?)?;
-    let text: &'static str = std::fs::read_to_string(&args[2])?.leak();
-    let mut half = text.len() / 2;
-    while !text.is_char_boundary(half) {
-        half += 1;
-    }
-    let (warm, measure) = text.split_at(half);
+    let (doc, text) = support::read_args("encode_file")?;
+    let (warm, measure) = support::halves(&text);
     let batched = std::env::var_os("BATCH").is_some();
-    let documents = |text: &'static str| -> Vec<&'static str> {
-        let mut docs = Vec::new();
-        let mut rest = text;
-        while !rest.is_empty() {
-            let mut cut = rest.len().min(6000);
-            while !rest.is_char_boundary(cut) {
-                cut += 1;
-            }
-            let (doc, tail) = rest.split_at(cut);
-            docs.push(doc);
-            rest = tail;
-        }
-        docs
-    };
-    let (warm_docs, measure_docs) = (documents(warm), documents(measure));
+    let (warm_docs, measure_docs) = (
+        support::documents(warm, 6000),
+        support::documents(measure, 6000),
+    );
     let engine = support::engine(&doc)?;
     let mb = measure.len() as f64 / 1e6;
     if !batched {

@@ -10,7 +10,6 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use serde_json::Value;
 use tinyllm::engines::word_cache::WordCache;
 use tinyllm::engines::Encoder;
 
@@ -27,33 +26,9 @@ fn best_of_5(mut f: impl FnMut()) -> f64 {
         .fold(f64::MAX, f64::min)
 }
 
-fn documents(text: &str) -> Vec<&str> {
-    let mut docs = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut cut = rest.len().min(2000);
-        while !rest.is_char_boundary(cut) {
-            cut += 1;
-        }
-        let (doc, tail) = rest.split_at(cut);
-        docs.push(doc);
-        rest = tail;
-    }
-    docs
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        return Err("usage: engine_costs TOKENIZER_JSON TEXT_FILE".into());
-    }
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&args[1])?)?;
-    let text = std::fs::read_to_string(&args[2])?;
-    let mut half = text.len() / 2;
-    while !text.is_char_boundary(half) {
-        half += 1;
-    }
-    let (warm, measure) = text.split_at(half);
+    let (doc, text) = support::read_args("engine_costs")?;
+    let (warm, measure) = support::halves(&text);
     let mb = measure.len() as f64 / 1e6;
     let (model, pre) = support::parts(&doc)?;
 
@@ -100,7 +75,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let engine = support::engine(&doc)?;
-    let (warm_docs, measure_docs) = (documents(warm), documents(measure));
+    let (warm_docs, measure_docs) = (
+        support::documents(warm, 2000),
+        support::documents(measure, 2000),
+    );
     let (mut unseen, mut cached) = (f64::MAX, f64::MAX);
     for _ in 0..5 {
         engine.clear_cache();

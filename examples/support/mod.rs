@@ -54,3 +54,41 @@ pub fn engine(doc: &Value) -> Result<BpeEngine, Box<dyn std::error::Error>> {
     let (model, pre) = parts(doc)?;
     Ok(BpeEngine::new(model, pre, Vec::new()))
 }
+
+/// The tokenizer.json document and the text file named on the command line.
+#[allow(dead_code)] // not every example uses it
+pub fn read_args(example: &str) -> Result<(Value, String), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 3 {
+        return Err(format!("usage: {example} TOKENIZER_JSON TEXT_FILE").into());
+    }
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&args[1])?)?;
+    Ok((doc, std::fs::read_to_string(&args[2])?))
+}
+
+/// `text` cut at the first character boundary from its middle on: (warm-up half, measured half).
+#[allow(dead_code)]
+pub fn halves(text: &str) -> (&str, &str) {
+    let mut half = text.len() / 2;
+    while !text.is_char_boundary(half) {
+        half += 1;
+    }
+    text.split_at(half)
+}
+
+/// `text` cut into documents of about `size` bytes, at character boundaries.
+#[allow(dead_code)]
+pub fn documents(text: &str, size: usize) -> Vec<&str> {
+    let mut docs = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(size);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (doc, tail) = rest.split_at(cut);
+        docs.push(doc);
+        rest = tail;
+    }
+    docs
+}
