@@ -307,6 +307,24 @@ impl Model {
     }
 }
 
+/// `gap` as the normalizer leaves it, with each character's source span in characters of the
+/// whole input (the gap starts at character `first_char`); None when nothing is left.
+fn aligned_gap(
+    normalizer: Option<&Normalizer>,
+    gap: &str,
+    first_char: u32,
+) -> Option<(String, Vec<Span>)> {
+    let (mut normalized, mut align) = (String::new(), Vec::new());
+    normalize_aligned(normalizer, gap, &mut normalized, &mut align);
+    if normalized.is_empty() {
+        return None;
+    }
+    for span in &mut align {
+        *span = (span.0 + first_char, span.1 + first_char);
+    }
+    Some((normalized, align))
+}
+
 /// The tokens of one stretch of text between added tokens, through a text pipeline.
 pub fn text_gap(
     normalizer: Option<&Normalizer>,
@@ -317,14 +335,9 @@ pub fn text_gap(
     raw: &RawText,
     out: &mut TokenOffsets,
 ) -> Result<(), Error> {
-    let (mut normalized, mut align) = (String::new(), Vec::new());
-    normalize_aligned(normalizer, gap, &mut normalized, &mut align);
-    if normalized.is_empty() {
+    let Some((normalized, align)) = aligned_gap(normalizer, gap, first_char) else {
         return Ok(());
-    }
-    for span in &mut align {
-        *span = (span.0 + first_char, span.1 + first_char);
-    }
+    };
     let whole = Piece {
         text: Cow::Borrowed(normalized.as_str()),
         start: 0,
@@ -436,14 +449,9 @@ pub fn byte_level_gap(
     raw: &RawText,
     out: &mut TokenOffsets,
 ) -> Result<(), Error> {
-    let (mut normalized, mut align) = (String::new(), Vec::new());
-    normalize_aligned(normalizer, gap, &mut normalized, &mut align);
-    if normalized.is_empty() {
+    let Some((normalized, align)) = aligned_gap(normalizer, gap, first_char) else {
         return Ok(());
-    }
-    for span in &mut align {
-        *span = (span.0 + first_char, span.1 + first_char);
-    }
+    };
     // Without a normalizer the piece bytes are the raw bytes: byte offsets can be exact.
     let exact_bytes = normalizer.is_none();
     let landing = Landing { align: &align, raw };
