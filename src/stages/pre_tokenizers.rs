@@ -489,11 +489,10 @@ impl Stage {
     /// Call `f(start, end)` for each piece of `s`, in order. A scanned Split whose pieces are
     /// simply its matches and the gaps between them (Isolated; Removed) streams them without
     /// building a list.
-    fn split_each(
-        &self,
-        s: &str,
-        f: &mut dyn FnMut(usize, usize) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    fn split_each<F>(&self, s: &str, f: &mut F) -> Result<(), Error>
+    where
+        F: FnMut(usize, usize) -> Result<(), Error> + ?Sized,
+    {
         if let Stage::Split {
             pattern: Pattern::Scanned(scanner),
             behavior,
@@ -525,11 +524,10 @@ impl Stage {
         self.split_listed(s, f)
     }
 
-    fn split_listed(
-        &self,
-        s: &str,
-        f: &mut dyn FnMut(usize, usize) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    fn split_listed<F>(&self, s: &str, f: &mut F) -> Result<(), Error>
+    where
+        F: FnMut(usize, usize) -> Result<(), Error> + ?Sized,
+    {
         for (a, b) in self.split(s)? {
             f(a, b)?;
         }
@@ -661,26 +659,17 @@ impl ByteLevelPreTokenizer {
     {
         match self.stages.as_slice() {
             [] => self.byte_level_piece(text, f),
-            // The families' usual shape, one scanned Split whose pieces go to ByteLevel as they
-            // are: handed straight over, without the stage chain's calls per piece.
-            [Stage::Split {
-                pattern: Pattern::Scanned(scanner),
-                behavior: Behavior::Isolated,
-                invert: _,
-            }] if !self.byte_level.add_prefix_space && !self.byte_level.use_regex => {
+            // One stage before a ByteLevel that changes nothing (the families' usual shape, a
+            // scanned Split): its pieces go to the model as they are, without the stage chain's
+            // calls per piece. The same pieces as `run_stages`, which skips empty ones too.
+            [stage] if !self.byte_level.add_prefix_space && !self.byte_level.use_regex => {
                 let bytes = text.as_bytes();
-                let mut last = 0;
-                scanner.for_each_match(text, |a, b| -> Result<(), Error> {
-                    if a > last {
-                        f(&bytes[last..a]);
+                stage.split_each(text, &mut |a, b| {
+                    if a < b {
+                        f(&bytes[a..b]);
                     }
-                    f(&bytes[a..b]);
-                    last = b;
                     Ok(())
-                })?;
-                if last < bytes.len() {
-                    f(&bytes[last..]);
-                }
+                })?
             }
             stages => run_stages(stages, text, &mut |piece| {
                 self.byte_level_piece(piece, f);
@@ -968,10 +957,12 @@ mod tests {
         }
     }
 
-    /// A lone scanned Split is handed straight to ByteLevel; its pieces are still the stage
-    /// chain's (the spans `stage_spans` lists, which go through `Stage::split`).
+    /// A lone stage before a ByteLevel that changes nothing is handed straight to the model; its
+    /// pieces are still the stage chain's (the spans `stage_spans` lists, which go through
+    /// `Stage::split`): scanned Splits (streamed), a regex Split with each behaviour, Digits.
     #[test]
-    fn scanned_split_route_gives_the_stage_pieces() {
+    fn lone_stage_route_gives_the_stage_pieces() {
+        let mut stages = Vec::new();
         for re in [
             crate::stages::scanners::LLAMA3,
             crate::stages::scanners::O200K,
@@ -979,21 +970,34 @@ mod tests {
             "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
         ] {
             for invert in [false, true] {
-                let v = json!({"type": "Sequence", "pretokenizers": [
-                    {"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": invert},
-                    {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]});
-                let p = ByteLevelPreTokenizer::from_json(&v, "pre_tokenizer_json").unwrap();
-                assert_ne!(p.routes(), ["regex"], "{re}");
-                for text in random_texts(3000) {
-                    let mut pieces: Vec<Vec<u8>> = Vec::new();
-                    p.for_each_piece(&text, &mut |b| pieces.push(b.to_vec()))
-                        .unwrap();
-                    let expected: Vec<Vec<u8>> = (p.stage_spans(&text).unwrap().into_iter())
-                        .filter(|(a, b)| a < b)
-                        .map(|(a, b)| text.as_bytes()[a..b].to_vec())
-                        .collect();
-                    assert_eq!(pieces, expected, "{re} on {text:?}");
-                }
+                stages.push((true, json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": invert})));
+            }
+        }
+        for behavior in [
+            "Removed",
+            "MergedWithPrevious",
+            "MergedWithNext",
+            "Contiguous",
+        ] {
+            stages.push((false, json!({"type": "Split", "pattern": {"Regex": r"\s+|\p{N}"}, "behavior": behavior, "invert": false})));
+        }
+        stages.push((false, json!({"type": "Digits", "individual_digits": false})));
+        for (scanned, stage) in stages {
+            let v = json!({"type": "Sequence", "pretokenizers": [
+                stage, {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]});
+            let p = ByteLevelPreTokenizer::from_json(&v, "pre_tokenizer_json").unwrap();
+            if scanned {
+                assert_ne!(p.routes(), ["regex"], "{v}");
+            }
+            for text in random_texts(3000) {
+                let mut pieces: Vec<Vec<u8>> = Vec::new();
+                p.for_each_piece(&text, &mut |b| pieces.push(b.to_vec()))
+                    .unwrap();
+                let expected: Vec<Vec<u8>> = (p.stage_spans(&text).unwrap().into_iter())
+                    .filter(|(a, b)| a < b)
+                    .map(|(a, b)| text.as_bytes()[a..b].to_vec())
+                    .collect();
+                assert_eq!(pieces, expected, "{v} on {text:?}");
             }
         }
     }
