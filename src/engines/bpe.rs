@@ -27,8 +27,6 @@ pub struct BpeEngine {
     pre: ByteLevelPreTokenizer,
     added: AddedTokens,
     normalizer: Option<Normalizer>,
-    /// The normalizer leaves ASCII text as it is ([`Normalizer::keeps_ascii`]).
-    keeps_ascii: bool,
     /// Token lengths for offsets, given once by [`BpeEngine::set_token_texts`].
     tokens: OnceLock<ByteTokens>,
 }
@@ -45,14 +43,12 @@ impl BpeEngine {
             pre,
             added: AddedTokens::new(added),
             normalizer: None,
-            keeps_ascii: false,
             tokens: OnceLock::new(),
         }
     }
 
     /// The same engine, normalizing each stretch of text between added tokens first.
     pub fn with_normalizer(mut self, normalizer: Option<Normalizer>) -> Self {
-        self.keeps_ascii = normalizer.as_ref().is_some_and(Normalizer::keeps_ascii);
         self.normalizer = normalizer;
         self
     }
@@ -62,7 +58,8 @@ impl BpeEngine {
         let Some(normalizer) = &self.normalizer else {
             return f(gap);
         };
-        if self.keeps_ascii && gap.is_ascii() {
+        // An ASCII gap goes through a normalizer that keeps ASCII as it is, uncopied.
+        if normalizer.keeps_ascii() && gap.is_ascii() {
             return f(gap);
         }
         BUFFERS.with(|cell| {
