@@ -95,10 +95,7 @@ impl Model {
         let spec = Spec::root(spec, name);
         match model_type {
             "WordPiece" => {
-                let vocab: Vec<(String, u32)> = spec.with_field("vocab", |vocab| {
-                    vocab.each_entry(|token, id| Ok((token.to_string(), id.as_u32()?)))
-                })?;
-                let max_id = vocab.iter().map(|v| v.1).max().unwrap_or(0);
+                let (vocab, _) = vocab_ids(&spec)?;
                 let prefix = spec.str("prefix")?;
                 let max_chars = spec.with_field("max_input_chars_per_word", |v| v.as_usize())?;
                 let unk = spec.with_field("unk_id", |v| v.as_u32())?;
@@ -109,8 +106,7 @@ impl Model {
                         format!("{unk}, which no token of {name}.vocab has"),
                     ));
                 }
-                let model = WordPieceModel::new(&vocab, unk, prefix, max_chars)?;
-                Ok((Model::WordPiece(model), max_id))
+                Model::from_vocab(model_type, vocab, unk, prefix, max_chars)
             }
             "Unigram" => {
                 let pieces: Vec<(String, f64)> = spec.with_field("pieces", |pieces| {
@@ -170,9 +166,9 @@ impl Model {
                 ))
             }
             "WordLevel" => {
-                let (vocab, max_id) = vocab_ids(&spec)?;
+                let (vocab, _) = vocab_ids(&spec)?;
                 let unk = spec.with_field("unk_id", |v| v.as_u32())?;
-                Ok((Model::WordLevel(WordLevelModel::new(vocab, unk)?), max_id))
+                Model::from_vocab(model_type, vocab, unk, "", 0)
             }
             "SentencePieceBPE" => {
                 let model = SpmBpeModel::from_spec(&spec)?;
@@ -187,6 +183,38 @@ impl Model {
             other => Err(Error::Field {
                 field: "model_type".into(),
                 expected: "\"WordPiece\", \"Unigram\", \"BPE\" or \"WordLevel\"".into(),
+                found: format!("{other:?}"),
+            }),
+        }
+    }
+
+    /// A "WordPiece" (`prefix`, `max_chars`) or "WordLevel" model over a `{token: id}`
+    /// vocabulary, and its largest id: what a spec's `vocab` gives, or a vocabulary the core read
+    /// itself (`BpeTables::read_vocab`). A WordPiece `unk` must be an id of the vocabulary.
+    pub fn from_vocab(
+        model_type: &str,
+        vocab: Vec<(String, u32)>,
+        unk: u32,
+        prefix: &str,
+        max_chars: usize,
+    ) -> Result<(Model, u32), Error> {
+        let max_id = vocab.iter().map(|v| v.1).max().unwrap_or(0);
+        match model_type {
+            "WordPiece" => {
+                if !vocab.iter().any(|(_, id)| *id == unk) {
+                    return Err(Error::Field {
+                        field: "unk_id".into(),
+                        expected: "an id of the vocabulary".into(),
+                        found: format!("{unk}, which no token of the vocabulary has"),
+                    });
+                }
+                let model = WordPieceModel::new(&vocab, unk, prefix, max_chars)?;
+                Ok((Model::WordPiece(model), max_id))
+            }
+            "WordLevel" => Ok((Model::WordLevel(WordLevelModel::new(vocab, unk)?), max_id)),
+            other => Err(Error::Field {
+                field: "model_type".into(),
+                expected: "\"WordPiece\" or \"WordLevel\"".into(),
                 found: format!("{other:?}"),
             }),
         }

@@ -1,6 +1,6 @@
 //! The vocabulary and merges of a BPE tokenizer.json, read straight from the JSON text of
 //! `model.vocab` and `model.merges` (see [`crate::formats::json_spans`]) into one table that
-//! every layer shares: the engine is built from it and Python looks tokens up in it, so the
+//! every layer shares (WordPiece and WordLevel files read their vocabulary alone into it): the engine is built from it and Python looks tokens up in it, so the
 //! hundreds of thousands of entries are never Python objects unless the reference asks for them.
 //!
 //! Reading is all or nothing: [`BpeTables::read`] returns None for anything the strict Python
@@ -60,6 +60,7 @@ impl<'de> Visitor<'de> for VocabSeed<'_> {
         let t = self.0;
         if let Some(n) = map.size_hint() {
             t.tokens.reserve(n);
+            t.index.reserve(n);
         }
         while let Some(BorrowedStr(token)) = map.next_key::<BorrowedStr<'de>>()? {
             let id = map.next_value::<u64>()?;
@@ -197,11 +198,7 @@ impl BpeTables {
     /// `prefix` is the model's `continuing_subword_prefix`. None when the strict reader would
     /// refuse something (see the module docs).
     pub fn read(vocab_json: &[u8], merges_json: &[u8], prefix: Option<&str>) -> Option<Self> {
-        let mut t = BpeTables::default();
-        let mut d = serde_json::Deserializer::from_slice(vocab_json);
-        VocabSeed(&mut t).deserialize(&mut d).ok()?;
-        d.end().ok()?;
-        t.fill_by_id()?; // None for a repeated id
+        let mut t = BpeTables::read_vocab(vocab_json)?;
         let cut = prefix.map_or(0, str::len);
         let mut d = serde_json::Deserializer::from_slice(merges_json);
         MergesSeed {
@@ -211,6 +208,23 @@ impl BpeTables {
         .deserialize(&mut d)
         .ok()?;
         d.end().ok()?;
+        Some(t)
+    }
+
+    /// The vocabulary alone, with no merges: the JSON text of a `model.vocab` object of token ids
+    /// (WordPiece and WordLevel files share their vocabulary this way too). None as for
+    /// [`BpeTables::read`].
+    pub fn read_vocab(vocab_json: &[u8]) -> Option<Self> {
+        let mut t = BpeTables::default();
+        // serde_json cannot tell a map's size: one entry per `:` is a close upper bound (a token
+        // with a colon in it is rare), and saves rehashing the index as it grows.
+        let entries = vocab_json.iter().filter(|&&b| b == b':').count();
+        t.tokens.reserve(entries);
+        t.index.reserve(entries);
+        let mut d = serde_json::Deserializer::from_slice(vocab_json);
+        VocabSeed(&mut t).deserialize(&mut d).ok()?;
+        d.end().ok()?;
+        t.fill_by_id()?; // None for a repeated id
         Some(t)
     }
 

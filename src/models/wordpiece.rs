@@ -24,12 +24,54 @@ struct Trie {
 }
 
 impl Trie {
+    /// The trie of `entries` (non-empty keys; a key listed twice keeps its last id).
+    ///
+    /// Sorted, the keys under one node are one run, and its children's runs follow each other in
+    /// byte order, so the compact arrays are written directly: no map per node, and no recursion
+    /// (a vocabulary may hold a very long token). Each node's edges are reserved when the node is
+    /// made, and filled in as its children are.
     fn build(entries: Vec<(&[u8], u32)>) -> Trie {
-        let mut builder = TrieBuilder::default();
-        for (key, id) in entries {
-            builder.insert(key, id);
+        // Unstable and by position too: equal keys keep their order, without a stable sort's copies.
+        let mut entries: Vec<(&[u8], u32, usize)> = (entries.into_iter().enumerate())
+            .map(|(k, (key, id))| (key, id, k))
+            .collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
+        let mut nodes: Vec<(u32, u32, u32)> = Vec::new();
+        let mut edges: Vec<(u8, u32)> = Vec::new();
+        // (run of entries sharing their first `depth` bytes, depth, the edge that points here)
+        let mut pending = vec![(0usize, entries.len(), 0usize, None::<usize>)];
+        while let Some((mut lo, hi, depth, edge)) = pending.pop() {
+            if let Some(e) = edge {
+                edges[e].1 = nodes.len() as u32;
+            }
+            let mut id = NONE;
+            while lo < hi && entries[lo].0.len() == depth {
+                id = entries[lo].1; // a shorter key sorts first; the last of equal keys wins
+                lo += 1;
+            }
+            let first = edges.len();
+            let mut k = lo;
+            while k < hi {
+                let b = entries[k].0[depth];
+                let run_start = k;
+                while k < hi && entries[k].0[depth] == b {
+                    k += 1;
+                }
+                pending.push((run_start, k, depth + 1, Some(edges.len())));
+                edges.push((b, NONE));
+            }
+            nodes.push((first as u32, (edges.len() - first) as u32, id));
         }
-        builder.freeze()
+        let mut root_children = Box::new([NONE; 256]);
+        let (first, count, _) = nodes[0];
+        for &(b, child) in &edges[first as usize..(first + count) as usize] {
+            root_children[b as usize] = child;
+        }
+        Trie {
+            nodes,
+            edges,
+            root_children,
+        }
     }
 
     /// The deepest (end, id) for `text[start..]` ending on a char boundary, if any.
@@ -62,65 +104,6 @@ impl Trie {
 fn is_boundary(text: &[u8], pos: usize) -> bool {
     // A UTF-8 continuation byte is 0b10xx_xxxx; anything else (or the end) starts a character.
     text.get(pos).is_none_or(|&b| (b as i8) >= -0x40)
-}
-
-/// Tree nodes with child maps, turned into the compact [`Trie`] once complete.
-#[derive(Default)]
-struct TrieBuilder {
-    children: Vec<Vec<(u8, u32)>>,
-    ids: Vec<u32>,
-}
-
-impl TrieBuilder {
-    fn node(&mut self) -> u32 {
-        self.children.push(Vec::new());
-        self.ids.push(NONE);
-        (self.children.len() - 1) as u32
-    }
-
-    fn insert(&mut self, key: &[u8], id: u32) {
-        if self.children.is_empty() {
-            self.node();
-        }
-        let mut node = 0u32;
-        for &b in key {
-            let found = self.children[node as usize]
-                .iter()
-                .find(|e| e.0 == b)
-                .map(|e| e.1);
-            node = match found {
-                Some(child) => child,
-                None => {
-                    let child = self.node();
-                    self.children[node as usize].push((b, child));
-                    child
-                }
-            };
-        }
-        self.ids[node as usize] = id;
-    }
-
-    fn freeze(mut self) -> Trie {
-        if self.children.is_empty() {
-            self.node();
-        }
-        let mut root_children = Box::new([NONE; 256]);
-        for &(b, child) in &self.children[0] {
-            root_children[b as usize] = child;
-        }
-        let mut nodes = Vec::with_capacity(self.children.len());
-        let mut edges = Vec::new();
-        for (kids, &id) in self.children.iter_mut().zip(&self.ids) {
-            kids.sort_unstable();
-            nodes.push((edges.len() as u32, kids.len() as u32, id));
-            edges.extend_from_slice(kids);
-        }
-        Trie {
-            nodes,
-            edges,
-            root_children,
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -278,6 +261,35 @@ mod tests {
         ];
         let m = WordPieceModel::new(&half, 0, "##", 100).unwrap();
         assert_eq!(encode(&m, "é"), vec![0]);
+    }
+
+    #[test]
+    fn the_trie_finds_the_longest_key_at_every_position_of_random_texts() {
+        // Keys over a tiny alphabet (many shared prefixes, keys that are prefixes of others, a
+        // multi-byte character), against a brute-force search of the key map.
+        use crate::models::random::SplitMix64;
+        let mut rng = SplitMix64::new(7);
+        let alphabet = ["a", "b", "é", "c"];
+        let mut pick = |n: u64| (rng.next_f64() * n as f64) as usize;
+        let mut keys: std::collections::HashMap<String, u32> = Default::default();
+        for id in 0..300 {
+            let len = 1 + pick(6);
+            let key: String = (0..len).map(|_| alphabet[pick(4)]).collect();
+            keys.insert(key, id); // a repeated key keeps its last id, as the builder does
+        }
+        let entries: Vec<(&[u8], u32)> = keys.iter().map(|(k, &id)| (k.as_bytes(), id)).collect();
+        let trie = Trie::build(entries);
+        for _ in 0..200 {
+            let text: String = (0..pick(12)).map(|_| alphabet[pick(4)]).collect();
+            let bytes = text.as_bytes();
+            for (start, _) in text.char_indices() {
+                let expected = (start + 1..=bytes.len())
+                    .rev()
+                    .filter(|&end| text.is_char_boundary(end))
+                    .find_map(|end| keys.get(&text[start..end]).map(|&id| (end, id)));
+                assert_eq!(trie.longest(bytes, start), expected, "{text:?} at {start}");
+            }
+        }
     }
 
     #[test]

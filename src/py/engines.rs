@@ -18,6 +18,7 @@ use crate::models::bpe::BpeModel;
 use crate::models::spm_bpe::SpmBpeModel;
 use crate::models::spm_pieces::SpmPieces;
 use crate::models::spm_unigram::SpmUnigramModel;
+use crate::models::unigram::UnigramModel;
 use crate::py::formats::PyBpeTables;
 use crate::py::id_lists::IdLists;
 use crate::py::parse_json;
@@ -270,6 +271,25 @@ pub(super) struct PyTextEngine {
     lists: IdLists,
 }
 
+impl PyTextEngine {
+    /// The engine of `model` (largest id `max_id`) with its stages, what every constructor ends with.
+    fn assemble(
+        py: Python<'_>,
+        model: Model,
+        max_id: u32,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
+        let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
+        Ok(PyTextEngine {
+            inner: TextEngine::new(normalizer, pre, model, added),
+            lists: IdLists::new(py, max_id)?,
+        })
+    }
+}
+
 engine_pymethods!(PyTextEngine {
     /// `model_type` is "WordPiece" (spec: vocab, unk_id, prefix, max_input_chars_per_word) or
     /// "Unigram" (spec: pieces, unk_id); the stages are their tokenizer.json objects.
@@ -284,12 +304,59 @@ engine_pymethods!(PyTextEngine {
     ) -> PyResult<Self> {
         let spec = parse_json(model_json, "model_json")?;
         let (model, max_id) = Model::from_json(model_type, &spec, "model_json")?;
-        let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
-        let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
-        Ok(PyTextEngine {
-            inner: TextEngine::new(normalizer, pre, model, added),
-            lists: IdLists::new(py, max_id)?,
-        })
+        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
+    }
+
+    /// A "WordPiece" or "WordLevel" engine over the vocabulary of shared `tables` (`BpeTables`
+    /// read without merges from a tokenizer.json), without a JSON round trip; `prefix` and
+    /// `max_input_chars_per_word` matter to WordPiece only; the rest as for the constructor.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn from_tables(
+        py: Python<'_>,
+        model_type: &str,
+        tables: &Bound<'_, PyBpeTables>,
+        unk_id: u32,
+        prefix: &str,
+        max_input_chars_per_word: usize,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let tables = tables.get().inner.clone();
+        let (model, max_id) = py.detach(|| {
+            let vocab = (tables.entries()).map(|(t, id)| (t.to_string(), id)).collect();
+            Model::from_vocab(model_type, vocab, unk_id, prefix, max_input_chars_per_word)
+        })?;
+        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
+    }
+
+    /// A "Unigram" engine from its pieces as two lists in id order (texts, scores), without a JSON
+    /// round trip (a T5 vocabulary is 32,000 pieces); the rest as for the constructor.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn from_unigram_pieces(
+        py: Python<'_>,
+        texts: Vec<String>,
+        scores: Vec<f64>,
+        unk_id: Option<u32>,
+        byte_fallback: bool,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        if texts.len() != scores.len() {
+            return Err(PyValueError::new_err(format!(
+                "scores: {} scores for {} pieces; expected one per piece",
+                scores.len(),
+                texts.len()
+            )));
+        }
+        let pieces: Vec<(String, f64)> = texts.into_iter().zip(scores).collect();
+        let model = py.detach(|| UnigramModel::new(&pieces, unk_id))?.with_byte_fallback(byte_fallback);
+        let max_id = u32::try_from(pieces.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        let model = Model::Unigram(model);
+        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// A SentencePiece engine from the pieces as lists (texts, scores, types in id order), without
@@ -319,12 +386,7 @@ engine_pymethods!(PyTextEngine {
                 )))
             }
         };
-        let (normalizer, pre) = text_stages(normalizer_json, pre_tokenizer_json)?;
-        let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
-        Ok(PyTextEngine {
-            inner: TextEngine::new(normalizer, pre, model, added),
-            lists: IdLists::new(py, max_id)?,
-        })
+        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// Sampled Unigram ids of `text` (temperature `alpha`, stream key `key`).

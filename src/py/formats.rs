@@ -103,6 +103,17 @@ impl PyBpeTables {
         })
     }
 
+    /// The vocabulary alone of `data[vocab[0]:vocab[1]]` (the model.vocab object of a WordPiece
+    /// or WordLevel file), with no merges; None as for `read`.
+    #[staticmethod]
+    fn read_vocab(py: Python<'_>, data: &[u8], vocab: (usize, usize)) -> Option<Self> {
+        let v = data.get(vocab.0..vocab.1)?;
+        let tables = py.detach(|| BpeTables::read_vocab(v))?;
+        Some(PyBpeTables {
+            inner: Arc::new(tables),
+        })
+    }
+
     /// The tables of a `.tiktoken` file's bytes with `specials` [(text, id)] added; None when the
     /// Python reader must read it instead (it names the problem).
     #[staticmethod]

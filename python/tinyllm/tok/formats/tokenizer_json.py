@@ -28,8 +28,9 @@ jsonschema would take seconds over them.
 
 Reading a file with the Rust core: the core finds the text of `model.vocab` and `model.merges`
 (`_core.split_tokenizer_json`), Python parses the small rest (the schema check and every check
-of this reader run on it unchanged), and a BPE model's vocabulary and merges are read by
-serde_json into `_core.BpeTables`, shared with the engine. The tables are all or nothing: for
+of this reader run on it unchanged), and a BPE model's vocabulary and merges (a WordPiece or
+WordLevel model's vocabulary) are read by serde_json into `_core.BpeTables`, shared with the
+engine. The tables are all or nothing: for
 anything they would not take as the Python loops would (a bad id, a merge missing from the
 vocabulary, another model type, ...) the whole file is read again the plain way, so errors are
 worded and ordered as without the core.
@@ -40,7 +41,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 from tinyllm import _native
@@ -88,6 +88,15 @@ class _Big(NamedTuple):
         if self.vocab is None or self.merges is None:
             raise _Fallback
         tables = _native.core.BpeTables.read(self.data, self.vocab, self.merges, prefix)
+        if tables is None:
+            raise _Fallback
+        return tables
+
+    def vocab_table(self):
+        """The `{token: id}` vocabulary alone (WordPiece, WordLevel) as shared tables."""
+        if self.vocab is None or self.merges is not None:
+            raise _Fallback
+        tables = _native.core.BpeTables.read_vocab(self.data, self.vocab)
         if tables is None:
             raise _Fallback
         return tables
@@ -456,14 +465,14 @@ class _Reader:
             raise self.error("model.type", f"expected a string, found {_show(kind)}")
         if kind == "BPE" or (kind is None and "merges" in doc):
             return self.bpe(doc, "model")
-        if self.big is not None:
-            raise _Fallback  # the other models read their vocabulary in Python
         if kind == "WordPiece" or (kind is None and "max_input_chars_per_word" in doc):
             return self.wordpiece(doc, "model")
-        if kind == "Unigram":
-            return self.unigram(doc, "model")
         if kind == "WordLevel":
             return self.wordlevel(doc, "model")
+        if self.big is not None:
+            raise _Fallback  # Unigram reads its pieces in Python
+        if kind == "Unigram":
+            return self.unigram(doc, "model")
         if kind is None:
             raise self.error("model.type", "missing, and the model has neither merges (BPE) nor "
                                            "max_input_chars_per_word (WordPiece) to infer it from")
@@ -484,20 +493,29 @@ class _Reader:
             owner[i] = token
         return vocab
 
+    def vocabulary(self, doc: dict, path: str):
+        """(vocab, None) of a `{token: id}` vocabulary read here, or (None, tables) when the core
+        read it (checked in the same place, so errors keep their order)."""
+        if self.big is not None:
+            return None, self.big.vocab_table()
+        return self.vocab_ids(doc, path), None
+
     def wordpiece(self, doc: dict, path: str):
         from tinyllm.tok.models.wordpiece import WordPieceModel  # imported only for a file that needs it
 
         self.object(doc, path, WORDPIECE_KEYS)
-        vocab = self.vocab_ids(doc, path)
+        vocab, tables = self.vocabulary(doc, path)
         fields = {}
         for key, default in (("unk_token", "[UNK]"), ("continuing_subword_prefix", "##")):
             value = doc.get(key, default)
             if not isinstance(value, str):
                 raise self.error(f"{path}.{key}", f"expected a string, found {_show(value)}")
             fields[key] = value
+        fields["max_input_chars_per_word"] = doc.get("max_input_chars_per_word", 100)
         try:
-            return WordPieceModel(vocab, max_input_chars_per_word=doc.get("max_input_chars_per_word", 100),
-                                  where=path, **fields)
+            if tables is not None:
+                return WordPieceModel.from_tables(tables, where=path, **fields)
+            return WordPieceModel(vocab, where=path, **fields)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
 
@@ -505,11 +523,13 @@ class _Reader:
         from tinyllm.tok.models.wordlevel import WordLevelModel
 
         self.object(doc, path, WORDLEVEL_KEYS)
-        vocab = self.vocab_ids(doc, path)
+        vocab, tables = self.vocabulary(doc, path)
         unk = doc.get("unk_token")
         if not isinstance(unk, str):
             raise self.error(f"{path}.unk_token", f"expected a string, found {_show(unk)}")
         try:
+            if tables is not None:
+                return WordLevelModel.from_tables(tables, unk_token=unk, where=path)
             return WordLevelModel(vocab, unk_token=unk, where=path)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
@@ -539,7 +559,7 @@ class _Reader:
         if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
             raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
         try:
-            return UnigramModel(pieces, unk_id, byte_fallback, where=path)
+            return UnigramModel(pieces, unk_id, byte_fallback, where=path, checked=True)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
 
@@ -627,7 +647,8 @@ def _read_light(path: str | os.PathLike) -> Optional[tuple[Any, _Big]]:
     if _native.core is None:
         return None
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
         return None
     split = _native.core.split_tokenizer_json(data)
@@ -639,9 +660,18 @@ def _read_light(path: str | os.PathLike) -> Optional[tuple[Any, _Big]]:
     except (ValueError, RecursionError):
         return None
     model = doc.get("model") if isinstance(doc, dict) else None
-    if not isinstance(model, dict) or model.get("type", "BPE" if "merges" in model else None) != "BPE":
-        return None  # only BPE reads its tables in Rust: read other models whole at once
+    if not isinstance(model, dict) or _model_kind(model) not in ("BPE", "WordPiece", "WordLevel"):
+        return None  # Unigram reads its pieces in Python: read the file whole at once
     return doc, _Big(data, vocab, merges)
+
+
+def _model_kind(model: dict) -> Optional[str]:
+    """`model.type`, or the type the reader infers when it is absent (as `_Reader.model` does)."""
+    if "type" in model:
+        return model["type"]
+    if "merges" in model:
+        return "BPE"
+    return "WordPiece" if "max_input_chars_per_word" in model else None
 
 
 def _refuse_constant(name: str):

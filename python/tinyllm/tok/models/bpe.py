@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from tinyllm.tok.models.vocab import id_table, required_unk_id
+from tinyllm.tok.models.vocab import ModelVocab, required_unk_id
 
 
 def byte_token(b: int) -> str:
@@ -55,7 +55,7 @@ def _merged(left: str, right: str, cut: int) -> Optional[str]:
         return None
 
 
-class BPEModel:
+class BPEModel(ModelVocab):
     """The merge table and the reference merge loop.
 
     A model read from a tokenizer.json by the Rust core (`from_tables`) keeps its vocabulary and
@@ -72,9 +72,7 @@ class BPEModel:
                  end_of_word_suffix: Optional[str] = None, where: str = "model") -> None:
         self._options(unk_token, ignore_merges, byte_fallback, fuse_unk, continuing_subword_prefix,
                       end_of_word_suffix)
-        self.tables = None
-        self._vocab: Optional[dict[str, int]] = dict(vocab)
-        self._id_to_token: Optional[list[Optional[str]]] = id_table(self._vocab)
+        self._use_dict(vocab)
         self._merges: Optional[list[tuple[str, str]]] = [tuple(m) for m in merges]
         self._byte_ids: Optional[list[Optional[int]]] = None
         self.unk_id = None if unk_token is None else required_unk_id(self._vocab, unk_token, where)
@@ -112,28 +110,12 @@ class BPEModel:
         model = cls.__new__(cls)
         model._options(unk_token, ignore_merges, byte_fallback, fuse_unk, continuing_subword_prefix,
                        end_of_word_suffix)
-        model.tables = tables
-        model._vocab = model._id_to_token = model._merges = model._ranks = model._byte_ids = None
-        model.unk_id = None
-        if unk_token is not None:
-            model.unk_id = tables.token_id(unk_token)
-            if model.unk_id is None:
-                raise ValueError(f"{where}.unk_token: {unk_token!r} is not in {where}.vocab")
+        model._use_tables(tables)
+        model._merges = model._ranks = model._byte_ids = None
+        model.unk_id = None if unk_token is None else model._table_unk_id(unk_token, where)
         return model
 
-    # -- the tables, built on first use when the model came from BpeTables ---------------------
-    @property
-    def vocab(self) -> dict[str, int]:
-        if self._vocab is None:
-            self._vocab = self.tables.vocab()
-        return self._vocab
-
-    @property
-    def id_to_token(self) -> list[Optional[str]]:
-        if self._id_to_token is None:
-            self._id_to_token = self.tables.id_to_token()
-        return self._id_to_token
-
+    # -- the merge tables, built on first use when the model came from BpeTables ---------------
     @property
     def merges(self) -> list[tuple[str, str]]:
         if self._merges is None:
@@ -152,21 +134,6 @@ class BPEModel:
         if self._byte_ids is None:
             self._byte_ids = [self.token_id(byte_token(b)) for b in range(256)]
         return self._byte_ids
-
-    def token_id(self, token: str) -> Optional[int]:
-        """The id of `token` in the model vocabulary, or None."""
-        return self._vocab.get(token) if self._vocab is not None else self.tables.token_id(token)
-
-    def token_of(self, i: int) -> Optional[str]:
-        """The model token of id `i`, or None (a hole or past the end)."""
-        if self._id_to_token is not None:
-            return self._id_to_token[i] if 0 <= i < len(self._id_to_token) else None
-        return self.tables.token(i) if i >= 0 else None
-
-    @property
-    def id_count(self) -> int:
-        """The largest id + 1 (`len(id_to_token)`)."""
-        return len(self._id_to_token) if self._id_to_token is not None else self.tables.id_count()
 
     @property
     def plain(self) -> bool:

@@ -107,11 +107,16 @@ def bpe_text_spec(model) -> dict:
     }
 
 
-def build_text_engine(tok, model_type: str, model_spec: Optional[dict], *, spm_pieces: Optional[tuple] = None):
+def build_text_engine(tok, model_type: str, model_spec: Optional[dict], *, parts: Optional[tuple] = None):
     """The Rust engine of a WordPiece, Unigram, WordLevel or character-level BPE tokenizer
-    (`model_type`), or None. A SentencePiece model may come as `spm_pieces` = (texts, scores,
-    types, byte_fallback) instead of `model_spec`: lists handed over as they are, which for a
-    quarter of a million pieces is several times faster than a JSON spec."""
+    (`model_type`), or None.
+
+    The model comes as a JSON `model_spec`, or, several times faster for tens of thousands of
+    entries, as `parts` handed over as they are, (constructor, arguments) of `_core.TextEngine`:
+    ("from_spm_pieces", (texts, scores, types, byte_fallback)) for a SentencePiece model,
+    ("from_unigram_pieces", (texts, scores, unk_id, byte_fallback)) for a Unigram one, and
+    ("from_tables", (tables, unk_id, prefix, max_input_chars_per_word)) for a WordPiece or
+    WordLevel model whose vocabulary the core read (the engine shares it)."""
     if _native.core is None:
         return None
     normalizer = tok.normalizer.to_json() if tok.normalizer is not None else None
@@ -121,9 +126,11 @@ def build_text_engine(tok, model_type: str, model_spec: Optional[dict], *, spm_p
         return _reference(tok, *problem)
     added = [(t.content, t.id) for t in tok.added_tokens]
     try:
-        if spm_pieces is not None:
-            return _native.core.TextEngine.from_spm_pieces(model_type, *spm_pieces, json.dumps(normalizer),
-                                                           json.dumps(pre), added)
+        if parts is not None:
+            constructor, arguments = parts
+            typed = () if constructor == "from_unigram_pieces" else (model_type,)
+            return getattr(_native.core.TextEngine, constructor)(*typed, *arguments, json.dumps(normalizer),
+                                                                 json.dumps(pre), added)
         return _native.core.TextEngine(model_type, json.dumps(model_spec), json.dumps(normalizer), json.dumps(pre), added)
     except ValueError as e:
         return _reference(tok, "pipeline", f"the engine refused it ({e})")

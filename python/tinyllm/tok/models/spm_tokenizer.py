@@ -16,9 +16,7 @@ Hugging Face's tokenizer.json cannot express exactly (conversion is a separate s
 
 from __future__ import annotations
 
-import decimal
 import os
-from pathlib import Path
 from typing import Optional
 
 from tinyllm._io import atomic_write_bytes
@@ -40,7 +38,7 @@ class SentencePieceTokenizer(PipelineTokenizer):
                          tokenizer_config=tokenizer_config)
         self.parts = parts
         m = self.model
-        self._fast = build_text_engine(self, m.type, None, spm_pieces=(*m.columns, m.byte_fallback))
+        self._fast = build_text_engine(self, m.type, None, parts=("from_spm_pieces", (*m.columns, m.byte_fallback)))
 
     def engine_model_spec(self) -> dict:
         """The model as the Rust engine's JSON spec: pieces [text, score, type] in id order. (The
@@ -58,14 +56,15 @@ class SentencePieceTokenizer(PipelineTokenizer):
     @classmethod
     def from_dir_file(cls, path: str | os.PathLike) -> "SentencePieceTokenizer":
         """The tokenizer of a `.model` file with the roles of the config files beside it."""
-        path = Path(path)
         parts = read_sentencepiece(path)
-        return with_policy_files(path.parent, lambda **configs: cls(parts, **configs))
+        return with_policy_files(os.path.dirname(path), lambda **configs: cls(parts, **configs))
 
     @classmethod
     def load(cls, dir: str | os.PathLike) -> "SentencePieceTokenizer":
         """`dir/tokenizer.model` (or the one `*.model` file in `dir`, or that file) with the roles
         of `dir`'s config files."""
+        from pathlib import Path  # on use: loading one file does not import pathlib
+
         path = Path(dir)
         if path.is_dir():
             found = sorted(path.glob(f"*{SUFFIX}"))
@@ -77,6 +76,8 @@ class SentencePieceTokenizer(PipelineTokenizer):
 
     def save(self, dir: str | os.PathLike) -> None:
         """Write `dir/tokenizer.model` (the bytes that were read) and the special-token roles."""
+        from pathlib import Path
+
         path = Path(dir)
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path / self.FILE_NAME, self.parts.data)
@@ -88,6 +89,8 @@ class SentencePieceTokenizer(PipelineTokenizer):
 
     def semantic_components(self) -> dict:
         """As for every pipeline tokenizer, with the model's scores as exact decimal strings."""
+        import decimal  # on use, as in the other pipelines' hash
+
         out = super().semantic_components()
         model = dict(out["model"])
         model["pieces"] = [[p, str(decimal.Decimal(s)), PIECE_TYPES[t]] for p, s, t in self.model.pieces]

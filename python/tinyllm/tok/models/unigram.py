@@ -60,12 +60,14 @@ class UnigramModel:
     type = "Unigram"
 
     def __init__(self, pieces: Sequence[tuple[str, float]], unk_id: Optional[int],
-                 byte_fallback: bool = False, *, where: str = "model") -> None:
+                 byte_fallback: bool = False, *, where: str = "model", checked: bool = False) -> None:
+        """`checked`: the pieces are already (non-empty text, finite float) tuples, as the
+        tokenizer.json reader makes them (it words its own errors); they are not checked again."""
         if not isinstance(byte_fallback, bool):
             raise ValueError(f"{where}.byte_fallback: expected true or false, found {byte_fallback!r}")
         self.byte_fallback = byte_fallback
-        self.pieces: list[tuple[str, float]] = [_check_piece(entry, f"{where}.vocab[{i}]")
-                                                for i, entry in enumerate(pieces)]
+        self.pieces: list[tuple[str, float]] = list(pieces) if checked else [
+            _check_piece(entry, f"{where}.vocab[{i}]") for i, entry in enumerate(pieces)]
         self.vocab: dict[str, int] = {}
         for i, (piece, _) in enumerate(self.pieces):
             if piece in self.vocab:

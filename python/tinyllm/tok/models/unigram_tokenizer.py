@@ -79,5 +79,5 @@ class UnigramTokenizer(PipelineTokenizer):
 
 def _build_engine(tok: UnigramTokenizer):
     model = tok.model
-    return build_text_engine(tok, "Unigram", {"pieces": [[p, s] for p, s in model.pieces], "unk_id": model.unk_id,
-                                               "byte_fallback": model.byte_fallback})
+    return build_text_engine(tok, "Unigram", None, parts=(
+        "from_unigram_pieces", (model.id_to_token, model.scores, model.unk_id, model.byte_fallback)))

@@ -17,28 +17,48 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tinyllm.tok.models.vocab import id_table, required_unk_id
+from tinyllm.tok.models.vocab import ModelVocab, required_unk_id
 
 
-
-class WordPieceModel:
-    """The vocabulary and the reference longest-match loop."""
+class WordPieceModel(ModelVocab):
+    """The vocabulary and the reference longest-match loop. A model read from a tokenizer.json
+    by the Rust core (`from_tables`) keeps its vocabulary in the shared tables (see `ModelVocab`)."""
 
     type = "WordPiece"
 
     def __init__(self, vocab: dict[str, int], *, unk_token: str = "[UNK]", continuing_subword_prefix: str = "##",
                  max_input_chars_per_word: int = 100, where: str = "model") -> None:
-        self.vocab = dict(vocab)
-        self.id_to_token: list[Optional[str]] = id_table(self.vocab)
-        self.unk_id = required_unk_id(self.vocab, unk_token, where)
+        self._use_dict(vocab)
+        self._options(required_unk_id(self._vocab, unk_token, where), unk_token, continuing_subword_prefix,
+                      max_input_chars_per_word, where)
+
+    @classmethod
+    def from_tables(cls, tables, *, unk_token: str = "[UNK]", continuing_subword_prefix: str = "##",
+                    max_input_chars_per_word: int = 100, where: str = "model") -> "WordPieceModel":
+        """The model over `tables` (a `tinyllm._core.BpeTables` holding the vocabulary alone)."""
+        model = cls.__new__(cls)
+        model._use_tables(tables)
+        model._options(model._table_unk_id(unk_token, where), unk_token, continuing_subword_prefix,
+                       max_input_chars_per_word, where)
+        return model
+
+    def _options(self, unk_id: int, unk_token: str, prefix: str, max_input_chars_per_word: int, where: str) -> None:
         if not isinstance(max_input_chars_per_word, int) or isinstance(max_input_chars_per_word, bool) \
                 or max_input_chars_per_word < 0:
             raise ValueError(f"{where}.max_input_chars_per_word: expected a non-negative integer, "
                              f"found {max_input_chars_per_word!r}")
+        self.unk_id = unk_id
         self.unk_token = unk_token
-        self.prefix = continuing_subword_prefix
+        self.prefix = prefix
         self.max_input_chars_per_word = max_input_chars_per_word
-        self._longest = max((len(t) for t in self.vocab), default=0)
+        self._longest_token: Optional[int] = None
+
+    @property
+    def _longest(self) -> int:
+        """The length of the longest vocabulary string (the reference's search starts there)."""
+        if self._longest_token is None:
+            self._longest_token = max((len(t) for t in self.vocab), default=0)
+        return self._longest_token
 
     def tokenize(self, word: str) -> list[tuple[int, int, int]]:
         """(id, start, end) per token, in code points of `word`."""

@@ -53,6 +53,9 @@ class WordPieceTokenizer(PipelineTokenizer):
 def _build_engine(tok: WordPieceTokenizer):
     """The Rust engine for `tok`, or None when the pipeline is outside what the engine runs."""
     model = tok.model
+    if model.tables is not None:
+        return build_text_engine(tok, "WordPiece", None, parts=(
+            "from_tables", (model.tables, model.unk_id, model.prefix, model.max_input_chars_per_word)))
     return build_text_engine(tok, "WordPiece", {
         "vocab": model.vocab,
         "unk_id": model.unk_id,
