@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
-from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def show(value: Any, limit: int = 80) -> str:
@@ -38,6 +39,10 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write `data` to `path` atomically (a temporary file beside it, then a rename); return the path."""
+    # Here, not at the top: a process that only reads files (a tokenizer load) never needs them.
+    import tempfile
+    from pathlib import Path
+
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -78,7 +83,8 @@ def read_text_file(path: str | os.PathLike) -> str:
     """The UTF-8 text of a file; a missing, unreadable or non-UTF-8 file is a ValueError that names
     the file (and the first bad byte)."""
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
     except OSError as e:
@@ -95,7 +101,6 @@ def read_json_file(path: str | os.PathLike) -> object:
     Strict JSON: NaN and Infinity (which Python's json module would accept) are refused, and so is
     nesting too deep for the parser.
     """
-    path = Path(path)
     text = read_text_file(path)
     try:
         return json.loads(text, parse_constant=_reject_constant)

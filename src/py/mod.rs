@@ -54,6 +54,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stages::pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::pre_tokenize_count, m)?)?;
     m.add_function(wrap_pyfunction!(stages::pre_tokenizer_routes, m)?)?;
+    m.add_function(wrap_pyfunction!(stages::split_scanner, m)?)?;
     m.add_function(wrap_pyfunction!(stages::bert_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::normalize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::compose_aligned, m)?)?;

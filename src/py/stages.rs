@@ -10,6 +10,7 @@ use crate::stages::bert::{self, BertNormalizer};
 use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
 use crate::stages::precompiled::Precompiled;
+use crate::stages::scanners::Scanner;
 use crate::stages::text_pre_tokenizers::TextPreTokenizer;
 
 /// Whether a Precompiled charsmap blob is valid (`tinyllm.tok.stages.precompiled.Precompiled`
@@ -61,6 +62,13 @@ pub(super) fn pre_tokenize_count(
 pub(super) fn pre_tokenizer_routes(pre_tokenizer_json: &str) -> PyResult<Vec<&'static str>> {
     let spec = parse_json(pre_tokenizer_json, "pre_tokenizer_json")?;
     Ok(ByteLevelPreTokenizer::from_json(&spec, "pre_tokenizer_json")?.routes())
+}
+
+/// The name of the hand-written scanner of a Split `pattern` (`gpt2`, `llama3`, `o200k`, ...), or
+/// None when no scanner knows it byte for byte.
+#[pyfunction]
+pub(super) fn split_scanner(pattern: &str) -> Option<&'static str> {
+    Scanner::recognise(pattern).map(|s| s.name())
 }
 
 /// The text a text pipeline's normalizer (its tokenizer.json object) makes of `text` (for

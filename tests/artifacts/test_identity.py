@@ -16,9 +16,11 @@ from hypothesis import given, settings, strategies as st
 from tinyllm.artifacts import identity
 from tinyllm.artifacts.canonical import canonical_bytes, framed_hash
 from tinyllm.tok import BPETokenizer, ByteTokenizer, CharTokenizer, UnigramTokenizer, WordPieceTokenizer, load
-from tinyllm.tok.load import PRESET_DIR
+from tinyllm.tok.load import PRESET_DIR as _PRESETS
 from tinyllm.tok.models.unigram import UnigramModel
 from tinyllm.tok.stages.pre_tokenizers import Metaspace
+
+PRESET_DIR = Path(_PRESETS)  # a string in the package (no pathlib on the load path)
 
 ROOT = Path(__file__).resolve().parents[2]
 BERT_DIR = ROOT / "tests" / "fixtures" / "bert-base-uncased"

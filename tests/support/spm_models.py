@@ -8,13 +8,13 @@ so that all configurations train in seconds.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import io
 
 import pytest
 
 from tests.peers import shared_corpus_lines
+from tinyllm._record import replace
 
 spm = pytest.importorskip("sentencepiece")
 
@@ -82,4 +82,4 @@ def with_unused(name: str, every: int = 7) -> bytes:
             if k % every == 0:
                 p = p._replace(type=UNUSED)
         pieces.append(p)
-    return write_model_proto(dataclasses.replace(proto, pieces=pieces))
+    return write_model_proto(replace(proto, pieces=pieces))

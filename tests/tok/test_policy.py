@@ -7,8 +7,11 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tinyllm.tok import ByteTokenizer, CharTokenizer, load
-from tinyllm.tok.load import PRESET_DIR, tokenizer_from_document
+from tinyllm.tok.load import PRESET_DIR as _PRESETS
+from tinyllm.tok.load import tokenizer_from_document
 from tinyllm.tok.policy import SpecialTokenPolicy, resolve_policy
+
+PRESET_DIR = Path(_PRESETS)  # a string in the package (no pathlib on the load path)
 
 ROOT = Path(__file__).resolve().parents[2]
 BERT_DIR = ROOT / "tests" / "fixtures" / "bert-base-uncased"

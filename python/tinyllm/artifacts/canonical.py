@@ -26,7 +26,6 @@ ValueError: canonical_bytes: value.x[0] = 0.5 is a float; exact decimals must be
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -79,6 +78,8 @@ def framed_hash(domain: str, value: Any) -> str:
     if not isinstance(domain, str) or not domain or not domain.isascii():
         raise ValueError(f"framed_hash: domain = {domain!r}; expected a non-empty ASCII string")
     d = domain.encode("ascii")
+    import hashlib  # here: loading a tokenizer imports this module but hashes nothing
+
     payload = canonical_bytes(value)
     h = hashlib.sha256()
     h.update(PREFIX)

@@ -19,7 +19,6 @@ import operator
 import os
 from array import array
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Optional, Protocol, runtime_checkable
 
 from tinyllm.artifacts.canonical import framed_hash
@@ -213,7 +212,9 @@ class TokenizerBase:
         return self.vocab_size
 
 
-def _existing_dir(dir: str | os.PathLike, where: str) -> Path:
+def _existing_dir(dir: str | os.PathLike, where: str) -> "Path":
+    from pathlib import Path  # imported on use: loading a tokenizer file does not need it
+
     path = Path(dir)
     if not path.is_dir():
         raise ValueError(f"{where}: {str(path)!r} is not a directory")
@@ -291,7 +292,7 @@ class ByteTokenizer(TokenizerBase):
     def save(self, dir: str | os.PathLike) -> None:
         """Create `dir`; the byte tokenizer has no vocabulary to write, only its special-token
         roles, when it has any (generation_config.json / tokenizer_config.json)."""
-        Path(dir).mkdir(parents=True, exist_ok=True)
+        os.makedirs(dir, exist_ok=True)
         write_policy_files(dir, self.special_token_policy, self.id_to_token)
 
     @classmethod

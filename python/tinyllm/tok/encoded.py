@@ -22,14 +22,15 @@ bytes in `raw_utf8_bytes`. For a pair of texts (`encode_pair`), each span indexe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Optional
+
+from tinyllm._record import record
 
 OffsetCoordinate = Literal["raw_codepoints", "raw_utf8_bytes"]
 COORDINATES = ("raw_codepoints", "raw_utf8_bytes")
 
 
-@dataclass(frozen=True)
+@record
 class EncodedSequence:
     ids: list[int]
     pieces: list[str]

@@ -37,14 +37,16 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from tinyllm._io import read_json_file
 from tinyllm.tok.formats.schema_check import show
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
 from tinyllm.tok.policy import with_policy_files
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"
@@ -53,7 +55,8 @@ CHAR_FILE = "tinyllm_char.json"
 TIKTOKEN_SUFFIX = ".tiktoken"
 SPM_SUFFIX = ".model"
 
-PRESET_DIR = Path(__file__).parent / "presets"
+# Paths are strings until a directory is walked: loading one file does not import pathlib (7 ms).
+PRESET_DIR = os.path.join(os.path.dirname(__file__), "presets")
 
 
 def tokenizer_class(model_type: str) -> type:
@@ -96,7 +99,7 @@ def read_tiktoken(path, pattern=None, special_tokens=None) -> TokenizerParts:
     return read(path, pattern, special_tokens)
 
 
-def _read_char_file(path: Path) -> Tokenizer:
+def _read_char_file(path: str | os.PathLike) -> Tokenizer:
     return _char_tokenizer().from_file(path)
 
 
@@ -114,16 +117,16 @@ def read_tokenizer_file(path: str | os.PathLike) -> Tokenizer:
     return tokenizer_from_parts(read_tokenizer_json(path))
 
 
-def read_tokenizer_dir_file(path: Path) -> Tokenizer:
+def read_tokenizer_dir_file(path: str | os.PathLike) -> Tokenizer:
     """The tokenizer of `path` (a tokenizer.json) with the roles of the config files beside it."""
     parts = read_tokenizer_json(path)
-    return with_policy_files(path.parent, lambda **configs: tokenizer_from_parts(parts, **configs))
+    return with_policy_files(os.path.dirname(path), lambda **configs: tokenizer_from_parts(parts, **configs))
 
 
 def _preset(name: str) -> Callable[[], Tokenizer]:
     """A preset shipped as a model directory (its tokenizer file and config files); parsed once per
     process, since presets are immutable."""
-    return functools.lru_cache(maxsize=None)(lambda: _load_file_in_dir(PRESET_DIR / name))
+    return functools.lru_cache(maxsize=None)(lambda: _load_file_in_dir(_dir_path(os.path.join(PRESET_DIR, name))))
 
 
 PRESETS: dict[str, Callable[[], Tokenizer]] = {
@@ -135,7 +138,7 @@ PRESETS: dict[str, Callable[[], Tokenizer]] = {
 }
 
 # The tokenizer files a model directory may hold, and how to read each.
-FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {
+FILE_LOADERS: dict[str, Callable[[str | os.PathLike], Tokenizer]] = {
     CHAR_FILE: _read_char_file,
     HF_FILE: read_tokenizer_file,
 }
@@ -143,11 +146,17 @@ FILE_LOADERS: dict[str, Callable[[Path], Tokenizer]] = {
 TL_TOKENIZER_KINDS = ("bytes", "file")
 
 
-def _load_file(path: Path) -> Tokenizer:
-    loader = FILE_LOADERS.get(path.name)
+def _dir_path(directory: str | os.PathLike) -> "Path":
+    from pathlib import Path  # directories are walked with pathlib, imported when one is
+
+    return Path(directory)
+
+
+def _load_file(path: str | os.PathLike) -> Tokenizer:
+    loader = FILE_LOADERS.get(os.path.basename(path))
     if loader is not None:
         return loader(path)
-    doc = read_json_file(path) if path.suffix == ".json" else None
+    doc = read_json_file(path) if os.path.splitext(path)[1] == ".json" else None
     if isinstance(doc, dict) and doc.get("type") == "char":
         return _char_tokenizer().from_file(path)
     if isinstance(doc, dict) and "model" in doc:
@@ -226,19 +235,19 @@ def load(path_or_name: str | os.PathLike, *, pattern: Optional[str] = None,
     pre-tokenizer (a name or a regex string) and the special tokens `{text: id}`."""
     if not isinstance(path_or_name, (str, os.PathLike)):
         raise ValueError(f"load: expected a path or a preset name, got {type(path_or_name).__name__}")
-    path = Path(path_or_name)
-    if path.is_file() and path.suffix == TIKTOKEN_SUFFIX:
-        return tokenizer_from_parts(read_tiktoken(path, pattern, special_tokens))
-    if path.is_file() and path.suffix == SPM_SUFFIX and pattern is None and special_tokens is None:
-        return _spm_tokenizer().from_file(path)
-    options = {k: v for k, v in (("pattern", pattern), ("special_tokens", special_tokens)) if v is not None}
-    if path.is_dir():
-        return _load_model_dir(path, options)
-    if options:
-        _refuse_tiktoken_options(options, f"{os.fspath(path_or_name)!r} is not one")
-    if path.is_file():
-        return _load_file(path)
     name = os.fspath(path_or_name)
+    is_file, suffix = os.path.isfile(name), os.path.splitext(name)[1]
+    if is_file and suffix == TIKTOKEN_SUFFIX:
+        return tokenizer_from_parts(read_tiktoken(path_or_name, pattern, special_tokens))
+    if is_file and suffix == SPM_SUFFIX and pattern is None and special_tokens is None:
+        return _spm_tokenizer().from_file(path_or_name)
+    options = {k: v for k, v in (("pattern", pattern), ("special_tokens", special_tokens)) if v is not None}
+    if os.path.isdir(name):
+        return _load_model_dir(_dir_path(name), options)
+    if options:
+        _refuse_tiktoken_options(options, f"{name!r} is not one")
+    if is_file:
+        return _load_file(path_or_name)
     if name in PRESETS:
         return PRESETS[name]()
     presets = ", ".join(sorted(PRESETS))
@@ -252,5 +261,5 @@ def preset_names() -> list[str]:
 def preset_directory(name: str) -> Path | None:
     """The shipped directory of a file-backed preset (its tokenizer_config.json, chat template),
     or None."""
-    directory = PRESET_DIR / name
+    directory = _dir_path(os.path.join(PRESET_DIR, name))
     return directory if name in PRESETS and directory.is_dir() else None

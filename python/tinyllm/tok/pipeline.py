@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import base64
 import copy
-import decimal
 import itertools
 import os
 from array import array
-from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 
 from tinyllm import _native
 from tinyllm._io import atomic_write_json
+from tinyllm._record import record
 from tinyllm.tok.encoded import COORDINATES, EncodedSequence, check_structured_options, truncate
 from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
@@ -36,7 +34,7 @@ from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, find_al
 from tinyllm.tok.text.clean import clean_text, require_str
 
 
-@dataclass
+@record(frozen=False)
 class _Span:
     """A run of the input: an added token (token_id set) or text for the model."""
 
@@ -48,7 +46,7 @@ class _Span:
     raw_start: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class _Token:
     id: int
     special: bool
@@ -539,6 +537,8 @@ class PipelineTokenizer(TokenizerBase):
         """Write `dir/tokenizer.json` (atomically), loadable by Hugging Face tokenizers, and the
         special-token roles into `dir`'s generation_config.json / tokenizer_config.json, so that
         loading `dir` gives the same tokenizer and the same semantic hash."""
+        from pathlib import Path  # imported on use, as every file-writing path does
+
         path = Path(dir)
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path / self.FILE_NAME, self.to_document(), indent=1)
@@ -548,6 +548,8 @@ class PipelineTokenizer(TokenizerBase):
     def load(cls, dir: str | os.PathLike):
         """The tokenizer of `dir/tokenizer.json` (or of that file), whose model must be this class's
         kind; `tinyllm.tok.load` picks the class by itself."""
+        from pathlib import Path
+
         path = Path(dir)
         directory = path if path.is_dir() else None
         file = path / cls.FILE_NAME if directory else path
@@ -602,6 +604,8 @@ def _semantic_model(model) -> dict:
     model does not hold) and Unigram scores as the exact decimal value of each binary float."""
     doc = model.to_json()
     if doc["type"] == "Unigram":
+        import decimal  # here: hashing is rare beside loading, which imports this module
+
         doc["vocab"] = [[piece, str(decimal.Decimal(score))] for piece, score in model.pieces]
     else:
         doc["vocab"] = list(model.id_to_token)

@@ -41,11 +41,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from tinyllm._io import atomic_write_json, read_json_file
+from tinyllm._record import record
 
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -57,7 +56,7 @@ CONFIG_TOKEN_FIELDS = {"bos_token": "bos", "eos_token": "eos", "pad_token": "pad
 GENERATION_ID_FIELDS = {"bos_token_id": "bos", "eos_token_id": "eos", "pad_token_id": "pad"}
 
 
-@dataclass(frozen=True)
+@record
 class SpecialTokenPolicy:
     """The resolved roles (ids or None) and the ids that stop generation."""
 
@@ -116,11 +115,10 @@ def _object(doc: Any, source: str) -> Mapping:
 
 def read_policy_files(directory: str | os.PathLike) -> tuple[Optional[dict], Optional[dict]]:
     """(generation_config, tokenizer_config) of a model directory, each None when absent."""
-    path = Path(directory)
     out = []
     for name in (GENERATION_CONFIG, TOKENIZER_CONFIG):
-        file = path / name
-        out.append(read_json_file(file) if file.is_file() else None)
+        file = os.path.join(directory, name)
+        out.append(read_json_file(file) if os.path.isfile(file) else None)
     return out[0], out[1]
 
 
@@ -148,10 +146,9 @@ def write_policy_files(directory: str | os.PathLike, policy: SpecialTokenPolicy,
            "eos_token_id": list(policy.eos_ids) if len(policy.eos_ids) > 1 else policy.eos_id}
     tokens = {field: id_to_token(getattr(policy, f"{role}_id"))
               for field, role in CONFIG_TOKEN_FIELDS.items() if getattr(policy, f"{role}_id") is not None}
-    path = Path(directory)
     for name, roles in ((GENERATION_CONFIG, ids), (TOKENIZER_CONFIG, tokens)):
-        file = path / name
-        doc = dict(_object(read_json_file(file), str(file))) if file.is_file() else {}
+        file = os.path.join(directory, name)
+        doc = dict(_object(read_json_file(file), str(file))) if os.path.isfile(file) else {}
         doc.update({field: value for field, value in roles.items() if value is not None})
         atomic_write_json(file, doc, indent=2)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 
 import pytest
 from hypothesis import given, strategies as st
 
 from tests.support.spm_proto_writer import key, message, varint, write_model_proto
+from tinyllm._record import fields
 from tinyllm.tok.formats.sentencepiece_proto import (
     ModelProto, NormalizerSpec, Piece, TrainerSpec, iter_fields, read_model_proto, read_varint,
 )
@@ -134,6 +134,6 @@ def test_iter_fields_reports_offsets_from_the_file_start():
 
 def test_dataclass_fields_match_the_schema_names():
     from tinyllm.tok.formats.sentencepiece_proto import _NORMALIZER_SCHEMA, _TRAINER_SCHEMA
-    names = {f.name for f in dataclasses.fields(TrainerSpec)}
+    names = {f.name for f in fields(TrainerSpec)}
     assert {name for name, _, _ in _TRAINER_SCHEMA.values()} <= names
-    assert {name for name, _, _ in _NORMALIZER_SCHEMA.values()} <= {f.name for f in dataclasses.fields(NormalizerSpec)}
+    assert {name for name, _, _ in _NORMALIZER_SCHEMA.values()} <= {f.name for f in fields(NormalizerSpec)}

@@ -52,6 +52,29 @@ def test_each_recognised_pattern_takes_its_scanner(name):
 
 
 @needs_rust
+@pytest.mark.parametrize("name", NAMES)
+def test_a_scanned_pattern_is_compiled_by_the_reference_on_first_use(name):
+    # Split skips compiling a pattern the core scans (no `regex` import at load): that is safe only
+    # because each of them compiles once translated, which this holds. cl100k as tiktoken writes
+    # it (`{1,3}+`) is refused by the translation, at construction, as before.
+    assert core.split_scanner(PATTERNS[name]) == name
+    if name == "cl100k-tiktoken":
+        with pytest.raises(ValueError, match="repeats the interval in Oniguruma"):
+            Split(PATTERNS[name], True, "Isolated")
+        return
+    split = Split(PATTERNS[name], True, "Isolated")
+    assert split._compiled is None
+    assert [p for p, _, _ in split.split_piece("Hello world's 123")] and split._compiled is not None
+
+
+@needs_rust
+def test_a_pattern_no_scanner_knows_is_still_refused_at_construction():
+    assert core.split_scanner(PATTERNS["llama3"] + "|x") is None
+    with pytest.raises(ValueError, match=r"Split: pattern '\(' is not a valid regex"):
+        Split("(", True, "Isolated")
+
+
+@needs_rust
 def test_other_patterns_keep_the_regex_route():
     for pattern in [PATTERNS["llama3"] + "|x", r"\p{N}{1,2}", PATTERNS["o200k"].replace("{1,3}", "{1,4}")]:
         pre = {"type": "Sequence", "pretokenizers": [

@@ -22,7 +22,6 @@ without byte_fallback or byte_fallback without all 256 BYTE pieces, a malformed 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 from tinyllm.tok.formats.sentencepiece_proto import BPE, MODEL_TYPES, UNIGRAM, ModelProto, read_model_proto
@@ -57,12 +56,13 @@ class SentencePieceParts(NamedTuple):
 
 def read_sentencepiece(path: str | os.PathLike) -> SentencePieceParts:
     """The parts of the `.model` file at `path`; ValueError names the file, the field and the offset."""
-    path = Path(path)
+    source = os.fspath(path)
     try:
-        data = path.read_bytes()
+        with open(source, "rb") as f:
+            data = f.read()
     except OSError as e:
-        raise ValueError(f"{path}: cannot read ({e.strerror})") from None
-    return parts_from_bytes(data, str(path))
+        raise ValueError(f"{source}: cannot read ({e.strerror})") from None
+    return parts_from_bytes(data, source)
 
 
 def parts_from_bytes(data: bytes, source: str = "model") -> SentencePieceParts:

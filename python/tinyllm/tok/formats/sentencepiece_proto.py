@@ -32,10 +32,10 @@ Field numbers are those of google/sentencepiece's src/sentencepiece_model.proto.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, NamedTuple, Optional
 
 from tinyllm import _native
+from tinyllm._record import field, record
 from tinyllm.tok.models.spm_pieces import NORMAL, PIECE_TYPES, PieceColumns
 
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
@@ -217,7 +217,7 @@ class Piece(NamedTuple):
     type: int
 
 
-@dataclass
+@record(frozen=False)
 class TrainerSpec:
     """The TrainerSpec fields that encoding and decoding read (others are skipped)."""
 
@@ -245,7 +245,7 @@ class TrainerSpec:
     character_coverage: float = 0.9995
 
 
-@dataclass
+@record(frozen=False)
 class NormalizerSpec:
     name: str = ""
     precompiled_charsmap: bytes = b""
@@ -255,7 +255,7 @@ class NormalizerSpec:
     normalization_rule_tsv: str = ""
 
 
-@dataclass
+@record(frozen=False)
 class ModelProto:
     """A parsed `.model` file. `pieces` is a list of `Piece`; `columns()` gives the same pieces as
     three lists (texts, scores, types), which is what the tokenizer builds from. A proto read by

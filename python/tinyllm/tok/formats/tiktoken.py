@@ -39,10 +39,8 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from pathlib import Path
+import re
 from typing import Mapping, Optional
-
-import regex
 
 from tinyllm import _native
 from tinyllm.tok.formats.tokenizer_json import TokenizerParts
@@ -89,7 +87,7 @@ SPECIAL_TOKENS: dict[str, dict[str, int]] = {
 STEM_PATTERNS: dict[str, str] = {"gpt2": "gpt2", "r50k_base": "r50k", "p50k_base": "p50k",
                                  "cl100k_base": "cl100k", "o200k_base": "o200k"}
 
-_NAME = regex.compile(r"[A-Za-z0-9_]+")
+_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
 def _names() -> str:
@@ -104,6 +102,8 @@ def _text(data: bytes, limit: int = 80) -> str:
 def read_ranks(path: str | os.PathLike) -> dict[bytes, int]:
     """`{token bytes: rank}` of a `.tiktoken` file; ValueError names the file, the line and what
     was found and expected (blank lines are skipped, as tiktoken does)."""
+    from pathlib import Path  # the plain reader is the fallback: the fast one needs neither
+
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -166,7 +166,7 @@ def resolve_pattern(pattern: Optional[str], source: str) -> tuple[Optional[str],
     """(pattern name or None, regex) of a `pattern` argument; a bare word must be a known name."""
     where = f"{source}: pattern"
     if pattern is None:
-        stem = Path(source).stem
+        stem = os.path.splitext(os.path.basename(source))[0]
         if stem not in STEM_PATTERNS:
             raise ValueError(f"{where}: missing; a .tiktoken file holds no pre-tokenizer regex, so name one of "
                              f"{_names()} (or give a regex string); only the file names {', '.join(STEM_PATTERNS)} "
@@ -178,6 +178,8 @@ def resolve_pattern(pattern: Optional[str], source: str) -> tuple[Optional[str],
         return pattern, PATTERNS[pattern]
     if _NAME.fullmatch(pattern):
         raise ValueError(f"{where}: {pattern!r} is not a pattern name; expected one of {_names()} or a regex string")
+    import regex  # the `regex` module takes 17 ms to import; only a custom pattern needs it here
+
     try:
         regex.compile(pattern)
     except regex.error as e:
@@ -258,7 +260,8 @@ def _read_fast(path: str | os.PathLike, special_tokens: Mapping[str, int], sourc
                for c, i in specials):
         return None
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
         return None
     tables = _native.core.BpeTables.read_tiktoken(data, specials)

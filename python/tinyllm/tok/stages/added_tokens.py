@@ -11,10 +11,10 @@ name (see `tinyllm.tok.stages.special_policy`); otherwise its text is ordinary t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tinyllm._record import record
 
 
-@dataclass(frozen=True)
+@record
 class AddedToken:
     id: int
     content: str

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 
+from tinyllm._record import record
 from tinyllm.tok.stages import bert_tables as tables
 from tinyllm.tok.stages.decompose import RangeSet, Translation, nfd
 from tinyllm.tok.stages.decompose import class_body as _class_body
@@ -66,7 +66,7 @@ def _check_flag(name: str, value, *, optional: bool = False) -> None:
     raise ValueError(f"BertNormalizer: {name} = {value!r} must be {expected}")
 
 
-@dataclass(frozen=True)
+@record
 class BertNormalizer(Normalizer):
     """HF's BertNormalizer; see the module docstring for its stages.
 
@@ -131,7 +131,7 @@ def _non_whitespace() -> re.Pattern:
     return re.compile(f"[^{_class_body(tables.WHITESPACE)}]+")
 
 
-@dataclass(frozen=True)
+@record
 class BertPreTokenizer(PreTokenizer):
     """Split at whitespace (dropped), then isolate each punctuation character.
 
@@ -145,7 +145,7 @@ class BertPreTokenizer(PreTokenizer):
         return [(m.group(), m.start(), m.end()) for m in _bert_piece().finditer(text)]
 
 
-@dataclass(frozen=True)
+@record
 class WhitespaceSplit(PreTokenizer):
     """Split at whitespace (Unicode White_Space, as Rust's `char::is_whitespace`), dropping it."""
 

@@ -6,10 +6,10 @@ stage here reads the same three flags (with Hugging Face's defaults) and writes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tinyllm._record import record
 
 
-@dataclass(frozen=True)
+@record
 class ByteLevelOptions:
     add_prefix_space: bool = True
     trim_offsets: bool = True

@@ -19,6 +19,7 @@ else is copied as it is.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from tinyllm.tok.stages import bert_tables, unicode_tables
@@ -88,23 +89,22 @@ def _unsafe_ranges(compat: bool) -> list[tuple[int, int]]:
     return [(lo, hi) for lo, hi in out]
 
 
+@functools.lru_cache(maxsize=None)
 def _segments(compat: bool) -> re.Pattern:
+    """The runs NFC (NFKC when `compat`) may change, built on first use: the tables and the regex
+    take a few milliseconds, which a process that normalizes on the Rust engine never pays."""
     # The character before a run of unsafe ones is a safe starter: the run's marks may join it.
     return re.compile(f"(?s).?{one_of(_unsafe_ranges(compat))}+")
 
 
-_NFC_SEGMENT = _segments(False)
-_NFKC_SEGMENT = _segments(True)
-
-
 def nfc(text: str) -> str:
     """HF's NFC."""
-    return _NFC_SEGMENT.sub(lambda m: compose(nfd(m.group())), text)
+    return _segments(False).sub(lambda m: compose(nfd(m.group())), text)
 
 
 def nfkc(text: str) -> str:
     """HF's NFKC."""
-    return _NFKC_SEGMENT.sub(lambda m: compose(nfkd(m.group())), text)
+    return _segments(True).sub(lambda m: compose(nfkd(m.group())), text)
 
 
 def _joins_back(first: str) -> bool:

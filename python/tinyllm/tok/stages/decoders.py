@@ -32,9 +32,9 @@ b'a b'
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass, field
 from typing import Optional
 
+from tinyllm._record import field, record
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
 from tinyllm.tok.stages.normalizers import Replace as _ReplaceText
 from tinyllm.tok.text.byte_alphabet import byte_of
@@ -102,7 +102,7 @@ class Decoder:
         return {"type": self.type}
 
 
-@dataclass(frozen=True)
+@record
 class ByteLevel(ByteLevelOptions, Decoder):
     fuses = True
 
@@ -140,7 +140,7 @@ def wordpiece_cleanup(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
+@record
 class WordPiece(Decoder):
     """A continuation token loses its prefix; any other token after the first gets a space.
 
@@ -170,7 +170,7 @@ class WordPiece(Decoder):
 PREPEND_SCHEMES = ("always", "first", "never")
 
 
-@dataclass(frozen=True)
+@record
 class Metaspace(Decoder):
     """The replacement character becomes a space, except in the first token (unless the scheme is
     "never"), where Hugging Face drops every replacement character.
@@ -211,7 +211,7 @@ def _resolve_run(run: bytes) -> list[str]:
         return ["\ufffd"] * len(run)
 
 
-@dataclass(frozen=True)
+@record
 class ByteFallback(Decoder):
     """Runs of `<0xNN>` tokens become their UTF-8 text; a run that is not valid UTF-8 as a whole
     becomes one U+FFFD per byte. Other tokens pass unchanged.
@@ -249,7 +249,7 @@ class ByteFallback(Decoder):
         return out
 
 
-@dataclass(frozen=True)
+@record
 class Fuse(Decoder):
     """All tokens become one (decoders after it see a single token)."""
 
@@ -260,7 +260,7 @@ class Fuse(Decoder):
         return ["".join(tokens)]
 
 
-@dataclass(frozen=True)
+@record
 class Strip(Decoder):
     """Remove up to `start` leading and up to `stop` trailing `content` characters of each token.
 
@@ -298,7 +298,7 @@ class Strip(Decoder):
         return {"type": "Strip", "content": self.content, "start": self.start, "stop": self.stop}
 
 
-@dataclass(frozen=True)
+@record
 class Replace(Decoder):
     """Replace every match of a literal string or a regex in each token with `content`
     (Oniguruma's iteration, as the Replace normalizer).
@@ -327,7 +327,7 @@ class Replace(Decoder):
         return {"type": "Replace", "pattern": {kind: self.pattern}, "content": self.content}
 
 
-@dataclass(frozen=True)
+@record
 class Sequence(Decoder):
     """Decoders applied in order to the list of token strings (HF's Sequence)."""
 

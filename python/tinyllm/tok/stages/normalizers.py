@@ -12,9 +12,7 @@ one code point at a time, as Hugging Face does, so there is no final-sigma rule:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-
+from tinyllm._record import field, record
 from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
 from tinyllm.tok.stages.compose import align, nfc, nfkc
 from tinyllm.tok.stages.decompose import nfd, nfkd, strip_marks
@@ -30,7 +28,7 @@ class Normalizer:
         return {"type": self.type}
 
 
-@dataclass(frozen=True)
+@record
 class NFC(Normalizer):
     """Canonical composition with HF's tables (see `tinyllm.tok.stages.compose`)."""
 
@@ -44,7 +42,7 @@ class NFC(Normalizer):
         return align(text, compat=False)
 
 
-@dataclass(frozen=True)
+@record
 class NFKC(Normalizer):
     """Compatibility composition with HF's tables: `NFKC().normalize("ﬁ") == "fi"`."""
 
@@ -58,7 +56,7 @@ class NFKC(Normalizer):
         return align(text, compat=True)
 
 
-@dataclass(frozen=True)
+@record
 class NFD(Normalizer):
     """Canonical decomposition with HF's tables (see `tinyllm.tok.stages.decompose`)."""
 
@@ -68,7 +66,7 @@ class NFD(Normalizer):
         return nfd(text)
 
 
-@dataclass(frozen=True)
+@record
 class NFKD(Normalizer):
     """Compatibility decomposition with HF's tables: `NFKD().normalize("ﬁ") == "fi"`."""
 
@@ -78,7 +76,7 @@ class NFKD(Normalizer):
         return nfkd(text)
 
 
-@dataclass(frozen=True)
+@record
 class StripAccents(Normalizer):
     """Delete combining marks (Mn, Mc, Me), as they stand: HF does not decompose first, so a
     precomposed "é" stays and only a separate U+0301 goes (files put NFD / NFKD before it).
@@ -93,7 +91,7 @@ class StripAccents(Normalizer):
         return strip_marks(text)
 
 
-@dataclass(frozen=True)
+@record
 class Prepend(Normalizer):
     """Put `prepend` in front of the text, unless the text is empty (HF's rule).
 
@@ -119,7 +117,7 @@ class Prepend(Normalizer):
         return {"type": "Prepend", "prepend": self.prepend}
 
 
-@dataclass(frozen=True)
+@record
 class Lowercase(Normalizer):
     type = "Lowercase"
 
@@ -127,7 +125,7 @@ class Lowercase(Normalizer):
         return "".join(ch.lower() for ch in text)
 
 
-@dataclass(frozen=True)
+@record
 class Sequence(Normalizer):
     normalizers: tuple = ()
     type = "Sequence"
@@ -152,7 +150,7 @@ WHITE_SPACE = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Strip(Normalizer):
     """Remove White_Space characters at the left and/or right end.
 
@@ -182,7 +180,7 @@ class Strip(Normalizer):
         return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}
 
 
-@dataclass(frozen=True)
+@record
 class Replace(Normalizer):
     """Replace every match of `pattern` (a literal string, or a regex when `is_regex`) with `content`.
 

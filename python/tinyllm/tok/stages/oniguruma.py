@@ -16,7 +16,10 @@ ValueError: Split: pattern '\\p{N}{1,3}+': '{...}+' repeats the interval in Onig
 
 from __future__ import annotations
 
-# `regex` is imported where it is used: loading a file without a regex stage should not pay for it.
+import re
+
+# `regex` (17 ms to import) is imported where patterns are compiled: loading a file whose Split
+# runs on a Rust scanner should not pay for it. Translating a pattern reads plain ASCII syntax, `re`.
 
 
 def oniguruma_matches(compiled, text: str):
@@ -55,8 +58,6 @@ def to_python_syntax(pattern: str, stage: str) -> str:
     >>> to_python_syntax(r"^\\s+|[^a]", "Split")
     '(?:^(?!\\\\z))\\\\s+|[^a]'
     """
-    import regex
-
     out = []
     i = 0
     in_class = False
@@ -81,7 +82,7 @@ def to_python_syntax(pattern: str, stage: str) -> str:
             i += 1
             continue
         elif ch == "(" and not in_class and pattern.startswith("(?", i):
-            flags = regex.match(r"\(\?([a-zA-Z-]*)[:)]", pattern[i:])
+            flags = re.match(r"\(\?([a-zA-Z-]*)[:)]", pattern[i:])
             if flags and "m" in flags.group(1):
                 raise ValueError(
                     f"{stage}: pattern {pattern!r}: the inline flag 'm' means dot-all in Oniguruma "
@@ -99,7 +100,5 @@ def to_python_syntax(pattern: str, stage: str) -> str:
 
 def _closes_interval(pattern: str, end: int) -> bool:
     """Whether the `}` at `end` closes an interval quantifier such as {3}, {1,3}, {2,} or {,4}."""
-    import regex
-
     start = pattern.rfind("{", 0, end)
-    return start >= 0 and regex.fullmatch(r"\d*,?\d*", pattern[start + 1 : end]) is not None and end > start + 1
+    return start >= 0 and re.fullmatch(r"\d*,?\d*", pattern[start + 1 : end]) is not None and end > start + 1

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from dataclasses import dataclass, field
 
-
+from tinyllm import _native
+from tinyllm._record import field, record
 from tinyllm.tok.stages import bert_tables, unicode_tables
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
 from tinyllm.tok.stages.decompose import RangeSet, Translation, class_body
@@ -131,7 +131,7 @@ def _gpt2():
     return regex.compile(GPT2_PATTERN)
 
 
-@dataclass(frozen=True)
+@record
 class ByteLevel(ByteLevelOptions, PreTokenizer):
     """GPT-2's pre-tokenizer: optional prefix space, then the GPT-2 regex (when use_regex)."""
 
@@ -157,7 +157,7 @@ def is_numeric(ch: str) -> bool:
     return unicodedata.category(ch) in ("Nd", "Nl", "No")
 
 
-@dataclass(frozen=True)
+@record
 class Digits(PreTokenizer):
     """Split out digits: each one alone (individual_digits) or runs of them together."""
 
@@ -175,7 +175,7 @@ class Digits(PreTokenizer):
         return {"type": "Digits", "individual_digits": self.individual_digits}
 
 
-@dataclass(frozen=True)
+@record
 class Split(PreTokenizer):
     """Split on a literal string or a regex; `invert` makes the matches the pieces' content."""
 
@@ -187,21 +187,34 @@ class Split(PreTokenizer):
     type = "Split"
 
     def __post_init__(self) -> None:
-        import regex
-
-        # A regex is Oniguruma's (Hugging Face's engine), read as Python's regex in MULTILINE mode.
-        if self.is_regex:
-            try:
-                compiled = regex.compile(to_python_syntax(self.pattern, "Split"), regex.MULTILINE)
-            except regex.error as exc:
-                raise ValueError(f"Split: pattern {self.pattern!r} is not a valid regex: {exc}") from None
+        # A pattern the Rust core scans by hand is one of the common ones, which compile once
+        # translated (a test holds that): only the translation, which refuses what Python would read
+        # differently, runs now, and the compile on first use, so a load that encodes on the engine
+        # never imports `regex` (17 ms). Any other pattern is compiled now, to refuse a bad one.
+        if self.is_regex and _native.core is not None and _native.core.split_scanner(self.pattern):
+            to_python_syntax(self.pattern, "Split")
         else:
-            compiled = regex.compile(regex.escape(self.pattern))
-        object.__setattr__(self, "_compiled", compiled)
+            self._regex()
+
+    def _regex(self):
+        """The compiled pattern (on first use): a regex is Oniguruma's (Hugging Face's engine),
+        read as Python's regex in MULTILINE mode."""
+        if self._compiled is None:
+            import regex
+
+            if self.is_regex:
+                try:
+                    compiled = regex.compile(to_python_syntax(self.pattern, "Split"), regex.MULTILINE)
+                except regex.error as exc:
+                    raise ValueError(f"Split: pattern {self.pattern!r} is not a valid regex: {exc}") from None
+            else:
+                compiled = regex.compile(regex.escape(self.pattern))
+            object.__setattr__(self, "_compiled", compiled)
+        return self._compiled
 
     def split_piece(self, text: str) -> list[Piece]:
         # Empty matches count (they cut), found as Oniguruma's iteration finds them.
-        matches = list(oniguruma_matches(self._compiled, text)) if text else []
+        matches = list(oniguruma_matches(self._regex(), text)) if text else []
         runs = [(s, e, flag != self.invert) for s, e, flag in _cover(text, matches)]
         return [(text[s:e], s, e) for s, e in split_spans(runs, self.behavior)]
 
@@ -221,7 +234,7 @@ def _whitespace_piece():
     return regex.compile(f"[{word}]+|[^{word}{space}]+")
 
 
-@dataclass(frozen=True)
+@record
 class Whitespace(PreTokenizer):
     """Runs of word characters, and runs of other non-space characters; spaces are dropped.
 
@@ -247,7 +260,7 @@ def _char_split(text: str, is_delimiter, behavior: str) -> list[Piece]:
     return [(text[s:e], s, e) for s, e in split_spans(_cover(text, matches), behavior)]
 
 
-@dataclass(frozen=True)
+@record
 class Punctuation(PreTokenizer):
     """Split at punctuation (ASCII punctuation plus Unicode P*, BertPreTokenizer's set) with one of
     the five behaviours (HF's default: Isolated).
@@ -267,7 +280,7 @@ class Punctuation(PreTokenizer):
         return {"type": "Punctuation", "behavior": self.behavior}
 
 
-@dataclass(frozen=True)
+@record
 class CharDelimiterSplit(PreTokenizer):
     """Split at one character, which is dropped.
 
@@ -291,7 +304,7 @@ def _script_of() -> Translation:
     return Translation(lambda cp: (scripts.find(cp) or (0, 0, 0))[2])
 
 
-@dataclass(frozen=True)
+@record
 class UnicodeScripts(PreTokenizer):
     """Cut wherever the script changes (SentencePiece's rule, in HF's version).
 
@@ -322,7 +335,7 @@ class UnicodeScripts(PreTokenizer):
         return [(text[s:e], s, e) for s, e in zip(cuts, cuts[1:]) if s < e]
 
 
-@dataclass(frozen=True)
+@record
 class Metaspace(PreTokenizer):
     """SentencePiece's whitespace: spaces become `replacement` (▁), a ▁ is put in front, and the
     text is cut before every ▁ (when `split`).
@@ -362,7 +375,7 @@ class Metaspace(PreTokenizer):
                 "split": self.split}
 
 
-@dataclass(frozen=True)
+@record
 class Sequence(PreTokenizer):
     pretokenizers: tuple = ()
     type = "Sequence"

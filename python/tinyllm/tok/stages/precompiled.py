@@ -66,6 +66,8 @@ import base64
 import binascii
 import functools
 import struct
+import sys
+from array import array
 from collections import deque
 
 from tinyllm import _native
@@ -251,7 +253,7 @@ class Precompiled(Normalizer):
         return table[start : end if end >= 0 else len(table)].decode("utf-8")
 
 
-def _parse(blob: bytes) -> tuple[tuple[int, ...], bytes]:
+def _parse(blob: bytes) -> tuple[array, bytes]:
     """Split a charsmap into its trie units and its string table, checking the layout."""
     if len(blob) < 8:
         raise ValueError(
@@ -269,7 +271,14 @@ def _parse(blob: bytes) -> tuple[tuple[int, ...], bytes]:
             f"precompiled_charsmap: trie size {trie_size} bytes exceeds the {len(blob) - 4} bytes "
             "after the 4-byte header"
         )
-    units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
+    # An array, not a tuple: tens of thousands of units as Python ints cost megabytes at every load.
+    units = array("I")
+    if units.itemsize == 4:
+        units.frombytes(blob[4 : 4 + trie_size])
+        if sys.byteorder == "big":
+            units.byteswap()
+    else:  # a platform whose C int is not 32 bits
+        units = array("L", struct.unpack_from(f"<{trie_size // 4}I", blob, 4))
     table = blob[4 + trie_size :]
     try:
         table.decode("utf-8")
@@ -281,7 +290,7 @@ def _parse(blob: bytes) -> tuple[tuple[int, ...], bytes]:
     return units, table
 
 
-def _validate_reachable(units: tuple[int, ...], table: bytes) -> None:
+def _validate_reachable(units: array, table: bytes) -> None:
     """Check every rule a lookup can reach: its value unit exists and its value starts a character.
 
     A child of the node whose walk position is `base` is any unit `j` with a byte label `c` and

@@ -26,10 +26,10 @@ specials), as Hugging Face's `Encoding` has them. Offsets are not the processors
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
 from tinyllm._io import show as _show
+from tinyllm._record import record
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
 
 
@@ -92,7 +92,7 @@ def _join(*parts: Wrapped) -> Wrapped:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class RobertaProcessing(PostProcessor):
     """`<s> A </s>` and `<s> A </s> </s> B </s>`, every type id 0 (also without specials).
 
@@ -121,7 +121,7 @@ class RobertaProcessing(PostProcessor):
                 "add_prefix_space": self.add_prefix_space}
 
 
-@dataclass(frozen=True)
+@record
 class BertProcessing(PostProcessor):
     """`[CLS] A [SEP]` and `[CLS] A [SEP] B [SEP]`; B keeps its type id 1 and its [SEP] gets 1.
 
@@ -146,7 +146,7 @@ class BertProcessing(PostProcessor):
         return {"type": self.type, "sep": list(self.sep), "cls": list(self.cls)}
 
 
-@dataclass(frozen=True)
+@record
 class Sequence(PostProcessor):
     """Processors applied in order, each to the parts the one before produced (HF's Sequence,
     e.g. ByteLevel then TemplateProcessing in Llama 3 files)."""
@@ -169,12 +169,12 @@ class Sequence(PostProcessor):
         return {"type": "Sequence", "processors": [p.to_json() for p in self.processors]}
 
 
-@dataclass(frozen=True)
+@record
 class ByteLevel(ByteLevelOptions, PostProcessor):
     """Offsets only in Hugging Face; the identity on ids."""
 
 
-@dataclass(frozen=True)
+@record
 class TemplateProcessing(PostProcessor):
     single: tuple
     pair: tuple

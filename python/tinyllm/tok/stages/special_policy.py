@@ -20,8 +20,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Literal, Union
+
+from tinyllm._record import record
 
 SpecialSet = Union[Literal["all"], Collection[str]]
 
@@ -42,7 +43,7 @@ def _names(value: SpecialSet, known: Collection[str], parameter: str) -> frozens
     return names
 
 
-@dataclass(frozen=True)
+@record
 class SpecialPolicy:
     """Which special texts are matched as control tokens, and which are refused."""
 
