@@ -177,6 +177,7 @@ fn split_stage<'a>(
         TextPreTokenizer::Bert => bert_pre_tokenize(text, &mut from_slice),
         TextPreTokenizer::WhitespaceSplit => whitespace_split(text, &mut from_slice),
         TextPreTokenizer::Chars(split) => byte_spans = split.spans(text),
+        TextPreTokenizer::Stage(stage) => byte_spans = stage.pieces(text),
         TextPreTokenizer::Metaspace {
             replacement,
             prepend,

@@ -579,32 +579,71 @@ enum Parsed {
     ByteLevel(ByteLevel),
 }
 
+impl Stage {
+    /// The Digits or Split stage of `item`, or None for another type.
+    pub fn digits_or_split(item: &Spec<'_, '_>) -> Result<Option<Stage>, Error> {
+        Ok(Some(match item.type_name()? {
+            "Digits" => Stage::Digits {
+                individual: item.bool_or("individual_digits", false)?,
+            },
+            "Split" => {
+                let pattern = item.with_field("pattern", |p| {
+                    if p.get("Regex")?.is_some() {
+                        Pattern::compile(p.str("Regex")?)
+                    } else if p.get("String")?.is_some() {
+                        Ok(Pattern::Literal(p.str("String")?.to_owned()))
+                    } else {
+                        Err(p.error("an object with a \"Regex\" or a \"String\""))
+                    }
+                })?;
+                Stage::Split {
+                    pattern,
+                    behavior: behavior_field(item, "behavior")?,
+                    invert: item.bool_or("invert", false)?,
+                }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Whether cutting can never fail: everything but a Split on fancy-regex, which can give up
+    /// on a pathological text (the byte-level engine then reports it and Python falls back).
+    pub fn cannot_fail(&self) -> bool {
+        !matches!(
+            self,
+            Stage::Split {
+                pattern: Pattern::Regex { .. },
+                ..
+            }
+        )
+    }
+
+    /// The non-empty pieces (start, end) of `s`, for a stage that [cannot fail](Self::cannot_fail)
+    /// (the text pipelines hold no other; were one to fail, `s` would stay whole).
+    pub fn pieces(&self, s: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let cut = self.split_each(s, &mut |a, b| {
+            if a < b {
+                out.push((a, b));
+            }
+            Ok(())
+        });
+        if cut.is_err() {
+            return vec![(0, s.len())];
+        }
+        out
+    }
+}
+
 fn parse_stage(item: Spec<'_, '_>) -> Result<Parsed, Error> {
+    if let Some(stage) = Stage::digits_or_split(&item)? {
+        return Ok(Parsed::Stage(stage));
+    }
     Ok(match item.type_name()? {
         "ByteLevel" => Parsed::ByteLevel(ByteLevel {
             add_prefix_space: item.bool_or("add_prefix_space", true)?,
             use_regex: item.bool_or("use_regex", true)?,
         }),
-        "Digits" => Parsed::Stage(Stage::Digits {
-            individual: item.bool_or("individual_digits", false)?,
-        }),
-        "Split" => {
-            let pattern = item.with_field("pattern", |p| {
-                if p.get("Regex")?.is_some() {
-                    Pattern::compile(p.str("Regex")?)
-                } else if p.get("String")?.is_some() {
-                    Ok(Pattern::Literal(p.str("String")?.to_owned()))
-                } else {
-                    Err(p.error("an object with a \"Regex\" or a \"String\""))
-                }
-            })?;
-            let behavior = behavior_field(&item, "behavior")?;
-            Parsed::Stage(Stage::Split {
-                pattern,
-                behavior,
-                invert: item.bool_or("invert", false)?,
-            })
-        }
         other => {
             if let Some(split) = CharSplit::from_spec(&item)? {
                 return Ok(Parsed::Stage(Stage::Chars(split)));

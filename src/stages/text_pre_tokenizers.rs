@@ -14,6 +14,7 @@
 use crate::spec::Spec;
 use crate::stages::bert::{bert_pre_tokenize, whitespace_split};
 use crate::stages::char_splits::CharSplit;
+use crate::stages::pre_tokenizers::Stage;
 use crate::Error;
 
 /// Metaspace's `prepend_scheme`: whether a piece gets the replacement in front.
@@ -48,6 +49,9 @@ pub enum TextPreTokenizer {
     },
     /// Whitespace, Punctuation, CharDelimiterSplit or UnicodeScripts.
     Chars(CharSplit),
+    /// Digits, or a Split on a literal or on a pattern a hand-written scanner knows (those
+    /// cannot fail; a Split on fancy-regex stays on the reference).
+    Stage(Stage),
     Sequence(Vec<TextPreTokenizer>),
 }
 
@@ -97,10 +101,21 @@ impl TextPreTokenizer {
                 if let Some(split) = CharSplit::from_spec(&v)? {
                     return Ok(TextPreTokenizer::Chars(split));
                 }
+                if let Some(stage) = Stage::digits_or_split(&v)? {
+                    if !stage.cannot_fail() {
+                        return Err(Error::Unsupported(format!(
+                            "{}.pattern: a regex that no hand-written scanner knows; the fast \
+                             path of WordPiece, Unigram and WordLevel pipelines runs literal \
+                             Splits and the common patterns (GPT-2, Llama-3, Qwen2, o200k, ...)",
+                            v.path()
+                        )));
+                    }
+                    return Ok(TextPreTokenizer::Stage(stage));
+                }
                 return Err(Error::Unsupported(format!(
                     "{}.type = {other:?}: the fast path runs BertPreTokenizer, WhitespaceSplit, \
-                     Metaspace, Whitespace, Punctuation, CharDelimiterSplit, UnicodeScripts and \
-                     Sequence",
+                     Metaspace, Whitespace, Punctuation, CharDelimiterSplit, UnicodeScripts, \
+                     Digits, Split and Sequence",
                     v.path()
                 )));
             }
@@ -140,6 +155,11 @@ impl TextPreTokenizer {
             ),
             TextPreTokenizer::Chars(split) => {
                 for (start, end) in split.spans(text) {
+                    slice(&text[start..end]);
+                }
+            }
+            TextPreTokenizer::Stage(stage) => {
+                for (start, end) in stage.pieces(text) {
                     slice(&text[start..end]);
                 }
             }

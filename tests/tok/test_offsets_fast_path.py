@@ -70,6 +70,13 @@ def _hf_doc(builder: str, **options):
     return tokenizer_from_document(getattr(hf_models, builder)(**options))
 
 
+def _with_pre(builder: str, pre_tokenizer: dict):
+    from tests.support import hf_models
+    from tinyllm.tok.load import tokenizer_from_document
+
+    return tokenizer_from_document(dict(getattr(hf_models, builder)(), pre_tokenizer=pre_tokenizer))
+
+
 def _spm(name: str):
     from tests.support.spm_models import spm_model
     from tinyllm.tok.formats.sentencepiece import parts_from_bytes
@@ -100,6 +107,9 @@ MAKERS = {
     "unigram-bytes": lambda: _hf_doc("unigram_doc"),
     "unigram-no-bytes": lambda: _hf_doc("unigram_doc", byte_fallback=False),
     "wordlevel-strip": lambda: _hf_doc("wordlevel_doc"),
+    "wordlevel-digits-split": lambda: _with_pre("wordlevel_doc", {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"String": "-"}, "behavior": "MergedWithNext", "invert": False},
+        {"type": "Whitespace"}, {"type": "Digits", "individual_digits": True}]}),
     "spm-bpe-bytes": lambda: _spm("bpe_bytes"),
     "spm-bpe-suffix": lambda: _spm("bpe_suffix"),
     "spm-llama": lambda: _spm("llama"),

@@ -28,12 +28,14 @@ def _load_warning(doc: dict) -> str:
     return str(caught[0].message)
 
 
+UNKNOWN_REGEX = {"type": "Split", "pattern": {"Regex": "[a-c]+|x"}, "behavior": "Isolated", "invert": False}
+
+
 @pytest.mark.parametrize("stages, expected", [
-    ({"pre_tokenizer": {"type": "Digits", "individual_digits": True}},
-     "WordLevelTokenizer: pre_tokenizer Digits: not implemented in the Rust engine yet"),
-    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"},
-                                                              {"type": "Digits", "individual_digits": True}]}},
-     "pre_tokenizer.pretokenizers[1] Digits: not implemented"),
+    ({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}},
+     "WordLevelTokenizer: pre_tokenizer ByteLevel: not implemented in the Rust engine yet"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, UNKNOWN_REGEX]}},
+     "pre_tokenizer_json.pretokenizers[1].pattern: a regex that no hand-written scanner knows"),
 ])
 def test_a_component_without_a_fast_path_is_named(stages, expected):
     message = _load_warning(_wordlevel(**stages))

@@ -28,9 +28,15 @@ tokenizers = pytest.importorskip("tokenizers")
 
 NORMALIZERS = [norm.NFD(), norm.NFKD(), norm.StripAccents(), norm.Prepend("▁"), norm.Prepend("ab"),
                norm.Sequence([norm.NFKD(), norm.StripAccents(), norm.Prepend("▁")])]
+# Digits and Split run in the text pipelines too: a literal Split, or a pattern a Rust scanner knows.
+_GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 PRE_TOKENIZERS = [pre.Whitespace(), pre.UnicodeScripts(), pre.CharDelimiterSplit("x"), pre.CharDelimiterSplit(" "),
                   *(pre.Punctuation(b) for b in pre.BEHAVIORS),
-                  pre.Sequence([pre.Whitespace(), pre.Punctuation("Contiguous"), pre.UnicodeScripts()])]
+                  pre.Sequence([pre.Whitespace(), pre.Punctuation("Contiguous"), pre.UnicodeScripts()]),
+                  pre.Digits(True), pre.Digits(False),
+                  *(pre.Split(" ", False, b) for b in pre.BEHAVIORS), pre.Split("ab", False, "Isolated", True),
+                  pre.Split(_GPT2_PATTERN, True, "Isolated"), pre.Split(_GPT2_PATTERN, True, "Removed", True),
+                  pre.Sequence([pre.Whitespace(), pre.Digits(True)])]
 
 marks = st.sampled_from(unicode_tables.COMBINING_MARKS).flatmap(lambda r: st.integers(r[0], r[1])).map(chr)
 nonstarters = st.sampled_from(bert_tables.COMBINING_CLASS).flatmap(lambda r: st.integers(r[0], r[1])).map(chr)
@@ -175,6 +181,10 @@ PIPELINES = {
                           {"type": "Sequence", "normalizers": [norm.Prepend("▁").to_json(),
                                                                norm.Replace(" ", False, "▁").to_json()]}, None),
     "bpe-nfd-punct-next": (bpe_doc, norm.NFD().to_json(), _seq_p(pre.Punctuation("MergedWithNext"), _METASPACE)),
+    "wordpiece-split-gpt2-digits": (_bert_doc, None, _seq_p(pre.Split(_GPT2_PATTERN, True, "Removed", True),
+                                                          pre.Digits(True))),
+    "unigram-split-literal-metaspace": (unigram_doc, None, _seq_p(pre.Split("-", False, "MergedWithPrevious"),
+                                                                  _METASPACE)),
     "wordlevel-strip-whitespace-removed": (wordlevel_doc, norm.StripAccents().to_json(),
                                            _seq_p(pre.Whitespace(), pre.Punctuation("Removed"))),
     "wordlevel-nfkd-punct-contiguous": (wordlevel_doc, norm.NFKD().to_json(),

@@ -20,8 +20,9 @@ from tinyllm.tok.text.byte_alphabet import byte_alphabet, token_bytes
 
 ENGINE_NORMALIZERS = ("BertNormalizer", "Precompiled", "Replace", "Strip", "NFD", "NFKD", "NFC", "NFKC", "StripAccents",
                       "Prepend", "Lowercase", "Sequence", "SentencePieceNormalizer")
+# Split too, on a literal or on a pattern a Rust scanner knows (the engine refuses other regexes).
 ENGINE_PRE_TOKENIZERS = ("BertPreTokenizer", "WhitespaceSplit", "Metaspace", "Whitespace", "Punctuation",
-                         "CharDelimiterSplit", "UnicodeScripts", "Sequence")
+                         "CharDelimiterSplit", "UnicodeScripts", "Digits", "Split", "Sequence")
 
 
 def _unsupported_stage(doc, allowed: tuple, path: str) -> Optional[str]:
