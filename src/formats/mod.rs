@@ -4,3 +4,4 @@
 pub mod bpe_tables;
 pub mod json_spans;
 pub mod spm_proto;
+pub mod unigram_pieces;

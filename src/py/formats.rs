@@ -11,6 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::formats::bpe_tables::BpeTables;
 use crate::formats::json_spans::find_big_spans;
 use crate::formats::spm_proto::{read_pieces, Value};
+use crate::formats::unigram_pieces;
 
 /// `(texts, scores, types, others, error)` of the serialized ModelProto `data`: the pieces as
 /// three lists in id order, the other known top-level fields as `(number, wire_type, value,
@@ -73,6 +74,18 @@ pub(super) fn split_tokenizer_json<'py>(
     Ok(Some(
         (light, range(&spans.vocab), range(&spans.merges)).into_pyobject(py)?,
     ))
+}
+
+/// `(pieces, scores)` of the Unigram `model.vocab` at `data[vocab[0]:vocab[1]]`, or None when the
+/// strict reader must read it instead (it names the problem). See `crate::formats::unigram_pieces`.
+#[pyfunction]
+pub(super) fn read_unigram_pieces(
+    py: Python<'_>,
+    data: &[u8],
+    vocab: (usize, usize),
+) -> Option<(Vec<String>, Vec<f64>)> {
+    let v = data.get(vocab.0..vocab.1)?;
+    py.detach(|| unigram_pieces::read_unigram_pieces(v))
 }
 
 /// The vocabulary and merges of a BPE tokenizer.json, shared by the engine and the Python model

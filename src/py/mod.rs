@@ -69,6 +69,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // file formats
     m.add_function(wrap_pyfunction!(formats::read_spm_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(formats::split_tokenizer_json, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::read_unigram_pieces, m)?)?;
     m.add_class::<formats::PyBpeTables>()?;
     // training
     m.add_class::<counters::PyPretokenCounter>()?;

@@ -70,7 +70,7 @@ WORDLEVEL = {"version": "1.0", "added_tokens": [{"id": 0, "content": "<unk>", "s
                        "unk_token": "<unk>"}}
 
 
-@pytest.mark.parametrize("name", ["gpt2", "smollm2", "bpe", "bert", "wordpiece", "wordlevel"])
+@pytest.mark.parametrize("name", ["gpt2", "smollm2", "bpe", "bert", "wordpiece", "wordlevel", "unigram"])
 def test_mutated_files_read_the_same_fast_and_plain(tmp_path, name):
     doc = WORDLEVEL if name == "wordlevel" else base_documents()[name][1]
     rng = random.Random(SEED)
@@ -152,11 +152,33 @@ def test_errors_in_the_big_parts_still_name_the_json_path(tmp_path):
         load(path)
 
 
-def test_unigram_files_fall_back_to_the_plain_read(tmp_path, monkeypatch):
+def test_a_unigram_file_reads_its_pieces_in_the_core_and_gives_the_plain_read(monkeypatch):
+    path = require_shared(SHARED / "tokenizers" / "rut5-base" / "tokenizer.json")
     calls = []
     monkeypatch.setattr(tokenizer_json, "read_json_file", lambda p: calls.append(p) or read_json_file(p))
-    tok = load(require_shared(SHARED / "tokenizers" / "rut5-base" / "tokenizer.json"))
-    assert calls and tok.vocab_size == 32100
+    fast = load(path)
+    assert not calls and fast.vocab_size == 32100 and fast.uses_fast_path
+    slow = tokenizer_from_parts(plain(path))
+    assert fast.model.pieces == slow.model.pieces and fast.semantic_hash == slow.semantic_hash
+    for text in TEXTS:
+        assert fast.encode(text) == slow.encode(text) == fast.use_reference().encode(text)
+
+
+@pytest.mark.parametrize("old, new", [('["a", -1.5]', '["a", -0]'), ('["a", -1.5]', '["a", -0.0]'),
+                                      ('["a", -1.5]', '["a", 12345678901234567890123]'),
+                                      ('["a", -1.5]', '["a", 1e999]'), ('["a", -1.5]', '["a", true]'),
+                                      ('["a", -1.5]', '["\\ud800", 1]'), ('["a", -1.5]', '["", 1]'),
+                                      ('["a", -1.5]', '["a", -1.5, 3]'), ('["a", -1.5]', '["b", -1.5]'),
+                                      ('"unk_id": 0', '"unk_id": 7')])
+def test_textual_corruptions_of_a_unigram_file_read_the_same_fast_and_plain(tmp_path, old, new):
+    doc = {"version": "1.0", "added_tokens": [], "normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"},
+           "post_processor": None, "decoder": None,
+           "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.5], ["b", -2.5]]}}
+    text = json.dumps(doc)
+    assert old in text
+    path = tmp_path / "tokenizer.json"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    assert settled(read_tokenizer_json, path) == settled(plain, path)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "smollm2", "gpt-4o-o200k", "bert-base-uncased"])

@@ -30,7 +30,7 @@ Reading a file with the Rust core: the core finds the text of `model.vocab` and 
 (`_core.split_tokenizer_json`), Python parses the small rest (the schema check and every check
 of this reader run on it unchanged), and a BPE model's vocabulary and merges (a WordPiece or
 WordLevel model's vocabulary) are read by serde_json into `_core.BpeTables`, shared with the
-engine. The tables are all or nothing: for
+engine; a Unigram model's pieces into two lists (`_core.read_unigram_pieces`). The tables are all or nothing: for
 anything they would not take as the Python loops would (a bad id, a merge missing from the
 vocabulary, another model type, ...) the whole file is read again the plain way, so errors are
 worded and ordered as without the core.
@@ -91,6 +91,15 @@ class _Big(NamedTuple):
         if tables is None:
             raise _Fallback
         return tables
+
+    def unigram_pieces(self) -> tuple[list[str], list[float]]:
+        """(pieces, scores) of a Unigram `model.vocab` list, read by the core."""
+        if self.vocab is None or self.merges is not None:
+            raise _Fallback
+        columns = _native.core.read_unigram_pieces(self.data, self.vocab)
+        if columns is None:
+            raise _Fallback
+        return columns
 
     def vocab_table(self):
         """The `{token: id}` vocabulary alone (WordPiece, WordLevel) as shared tables."""
@@ -469,8 +478,6 @@ class _Reader:
             return self.wordpiece(doc, "model")
         if kind == "WordLevel":
             return self.wordlevel(doc, "model")
-        if self.big is not None:
-            raise _Fallback  # Unigram reads its pieces in Python
         if kind == "Unigram":
             return self.unigram(doc, "model")
         if kind is None:
@@ -539,6 +546,21 @@ class _Reader:
 
         self.object(doc, path, UNIGRAM_KEYS)
         byte_fallback = self.boolean(doc, "byte_fallback", path, default=False)
+        if self.big is not None:
+            # Read by the core, checked as the loop below checks (or the file is read again whole).
+            pieces = list(zip(*self.big.unigram_pieces()))
+        else:
+            pieces = self.unigram_vocab(doc, path)
+        unk_id = doc.get("unk_id")
+        if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
+            raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
+        try:
+            return UnigramModel(pieces, unk_id, byte_fallback, where=path, checked=True)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
+
+    def unigram_vocab(self, doc: dict, path: str) -> list[tuple[str, float]]:
+        """The (piece, score) pairs of a Unigram `model.vocab`, each checked."""
         vocab = doc.get("vocab")
         if not isinstance(vocab, list):
             raise self.error(f"{path}.vocab", f"expected a list of [piece, score] pairs, found {_show(vocab)}")
@@ -555,13 +577,7 @@ class _Reader:
             if not math.isfinite(score):
                 raise self.error(f"{path}.vocab[{k}][1]", f"expected a finite number, found {_show(item[1])}")
             pieces.append((item[0], score))
-        unk_id = doc.get("unk_id")
-        if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
-            raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
-        try:
-            return UnigramModel(pieces, unk_id, byte_fallback, where=path, checked=True)
-        except ValueError as e:
-            raise ValueError(f"{self.source}: {e}") from None
+        return pieces
 
 
 class TokenizerParts(NamedTuple):
@@ -660,8 +676,8 @@ def _read_light(path: str | os.PathLike) -> Optional[tuple[Any, _Big]]:
     except (ValueError, RecursionError):
         return None
     model = doc.get("model") if isinstance(doc, dict) else None
-    if not isinstance(model, dict) or _model_kind(model) not in ("BPE", "WordPiece", "WordLevel"):
-        return None  # Unigram reads its pieces in Python: read the file whole at once
+    if not isinstance(model, dict) or _model_kind(model) not in ("BPE", "WordPiece", "WordLevel", "Unigram"):
+        return None  # no model type to read: the plain read words the error
     return doc, _Big(data, vocab, merges)
 
 
