@@ -1,10 +1,11 @@
 """Value classes for the modules every `load` imports, without the cost of `dataclasses`.
 
-`@record` is `@dataclass(frozen=True)` for the subset tinyllm uses (with `fields` and `replace`): fields from annotations (base
+`@record` is `@dataclass(frozen=True)` for the subset tinyllm uses: fields from annotations (base
 records' fields first), defaults, `field(default=..., default_factory=..., init=..., repr=...,
 compare=...)`, `__post_init__`, and the generated `__init__`, `__repr__`, `__eq__`, `__hash__` and
-frozen `__setattr__` / `__delattr__`, each left alone when the class defines it. `record(frozen=False)`
-makes a mutable one (no hash, as a dataclass with `eq=True`).
+frozen `__setattr__` / `__delattr__`, each left alone when the class defines it; `fields` and
+`replace` as in `dataclasses`. `record(frozen=False)` makes a mutable one (no hash, as a dataclass
+with `eq=True`).
 
 Why not `dataclasses`: importing it costs about 20 ms (it imports `inspect`), and each class
 about 0.5 ms more (it compiles five methods when the class is made). Forty such classes were half

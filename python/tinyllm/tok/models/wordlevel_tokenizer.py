@@ -27,6 +27,7 @@ class WordLevelTokenizer(PipelineTokenizer):
     def __init__(self, model: WordLevelModel, **stages) -> None:
         super().__init__(model, **stages)
         if model.tables is not None:
-            self._fast = build_text_engine(self, "WordLevel", None, parts=("from_tables", (model.tables, model.unk_id, "", 0)))
+            self._fast = build_text_engine(self, "WordLevel", None,
+                                           parts=("from_tables", (model.tables, model.unk_id, "", 0)))
         else:
             self._fast = build_text_engine(self, "WordLevel", {"vocab": model.vocab, "unk_id": model.unk_id})
