@@ -1,7 +1,8 @@
 //! The vocabulary and merges of a BPE tokenizer.json, read straight from the JSON text of
 //! `model.vocab` and `model.merges` (see [`crate::formats::json_spans`]) into one table that
-//! every layer shares (WordPiece and WordLevel files read their vocabulary alone into it): the engine is built from it and Python looks tokens up in it, so the
-//! hundreds of thousands of entries are never Python objects unless the reference asks for them.
+//! every layer shares (WordPiece and WordLevel files read their vocabulary alone into it): the
+//! engine is built from it and Python looks tokens up in it, so the hundreds of thousands of
+//! entries are never Python objects unless the reference asks for them.
 //!
 //! Reading is all or nothing: [`BpeTables::read`] returns None for anything the strict Python
 //! reader would refuse (a non-integer or repeated id, a merge that is not two non-empty parts, a

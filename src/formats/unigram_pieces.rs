@@ -29,7 +29,8 @@ mod tests {
 
     #[test]
     fn reads_pairs_as_python_does_and_refuses_what_it_would_not_take() {
-        let (pieces, scores) = read_unigram_pieces(br#"[["a", 1.5], ["\u00e9b", -2], ["c", 1e-3]]"#).unwrap();
+        let (pieces, scores) =
+            read_unigram_pieces(br#"[["a", 1.5], ["\u00e9b", -2], ["c", 1e-3]]"#).unwrap();
         assert_eq!(pieces, ["a", "éb", "c"]);
         assert_eq!(scores, [1.5, -2.0, 0.001]);
         for bad in [
@@ -43,7 +44,12 @@ mod tests {
             br#"[["a", -0]]"#,
             br#"{"a": 1}"#,
         ] {
-            assert_eq!(read_unigram_pieces(bad), None, "{}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                read_unigram_pieces(bad),
+                None,
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -31,7 +31,8 @@ impl Trie {
     /// (a vocabulary may hold a very long token). Each node's edges are reserved when the node is
     /// made, and filled in as its children are.
     fn build(entries: Vec<(&[u8], u32)>) -> Trie {
-        // Unstable and by position too: equal keys keep their order, without a stable sort's copies.
+        // Unstable, and by position too: equal keys keep their order without a stable sort's
+        // copies.
         let mut entries: Vec<(&[u8], u32, usize)> = (entries.into_iter().enumerate())
             .map(|(k, (key, id))| (key, id, k))
             .collect();

@@ -353,7 +353,8 @@ engine_pymethods!(PyTextEngine {
             )));
         }
         let pieces: Vec<(String, f64)> = texts.into_iter().zip(scores).collect();
-        let model = py.detach(|| UnigramModel::new(&pieces, unk_id))?.with_byte_fallback(byte_fallback);
+        let model = py.detach(|| UnigramModel::new(&pieces, unk_id))?;
+        let model = model.with_byte_fallback(byte_fallback);
         let max_id = u32::try_from(pieces.len().saturating_sub(1)).unwrap_or(u32::MAX);
         let model = Model::Unigram(model);
         PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
