@@ -3,6 +3,7 @@ that is training still answers `add()` and `len()` from other threads."""
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -21,6 +22,22 @@ def core():
 
 def thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
+
+
+def settled_thread_count(at_most=None, wait: float = 5.0) -> int:
+    """The thread count once it holds still (and is at most `at_most`): a thread that was joined
+    can stay listed in /proc/self/task for a moment after its join returned, while the kernel
+    finishes its exit, and a thread another test left exiting may still be there. A thread that
+    really outlives its call stays, and the count then stays above `at_most` until `wait` is up."""
+    deadline = time.monotonic() + wait
+    count = thread_count()
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = thread_count()
+        if now == count and (at_most is None or now <= at_most):
+            return now
+        count = now
+    return count
 
 
 def corpus(n: int, seed: int) -> list[str]:
@@ -43,12 +60,12 @@ def fresh_counter(*batches):
 def test_progress_thread_stops_when_the_trainer_fails(capfd):
     words = [("hello", 3), ("world", 2)]
     core().train_wordpiece(words, 40, ["[UNK]"], 1, "##", None, True)  # starts rayon and the helper once
-    baseline = thread_count()
+    baseline = settled_thread_count()
     with pytest.raises(ValueError):
         core().train_wordpiece([("", 1)], 40, ["[UNK]"], 1, "##", None, True)  # fails inside the guarded work
-    assert thread_count() == baseline
+    assert settled_thread_count(at_most=baseline) == baseline
     core().train_wordpiece(words, 40, ["[UNK]"], 1, "##", None, True)
-    assert thread_count() == baseline
+    assert settled_thread_count(at_most=baseline) == baseline
     assert "merges" in capfd.readouterr().err  # the progress line was really drawn
 
 
