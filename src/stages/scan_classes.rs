@@ -136,4 +136,14 @@ mod tests {
         assert_eq!(of('\u{1D400}'), LETTER | UPPERISH); // mathematical bold A
         assert_eq!(of('\u{10FFFF}'), 0);
     }
+
+    /// `Text::run` in the scanners reads ASCII letters eight at a time on this promise.
+    #[test]
+    fn every_ascii_letter_has_the_class_of_a_or_of_capital_a() {
+        let t = classes();
+        for b in b'a'..=b'z' {
+            assert_eq!(t.of_ascii(b), t.of_ascii(b'a'));
+            assert_eq!(t.of_ascii(b.to_ascii_uppercase()), t.of_ascii(b'A'));
+        }
+    }
 }

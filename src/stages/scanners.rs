@@ -35,6 +35,7 @@
 use crate::stages::scan_classes::{
     classes, Classes, LETTER, LOWERISH, MARK, NUMBER, PUNCT_SYMBOL, SPACE, UPPERISH,
 };
+use crate::text::ascii_runs;
 
 /// GPT-2's pattern (ByteLevel's `use_regex`), and r50k's as tiktoken publishes it (`\s++$` there
 /// adds nothing: `\s+(?!\S)` also takes a run that reaches the end).
@@ -142,7 +143,17 @@ impl Text<'_> {
 
     /// End of the run from `i` of characters with any bit of `mask`.
     #[inline(always)]
-    fn run(&self, mut i: usize, mask: u8) -> usize {
+    fn run(&self, i: usize, mask: u8) -> usize {
+        // ASCII letters eight at a time: every lowercase letter has the class bits of `a`, every
+        // uppercase one those of `A` (tested), so the ones in the run are the members of `mask`.
+        let lower = self.t.of_ascii(b'a') & mask != 0;
+        let upper = self.t.of_ascii(b'A') & mask != 0;
+        let ascii = self.s.get(i).is_some_and(|&b| b < 0x80);
+        let mut i = if (lower | upper) & ascii {
+            ascii_runs::letters_end(self.s, i, lower, upper)
+        } else {
+            i
+        };
         while i < self.s.len() {
             let b = self.s[i];
             if b < 0x80 {
