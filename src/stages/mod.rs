@@ -10,6 +10,7 @@ pub mod bert_tables;
 pub mod char_splits;
 pub mod compose;
 pub mod decompose;
+pub mod gpt2_blocks;
 pub mod normalizers;
 pub mod pre_tokenizers;
 pub mod precompiled;

@@ -17,7 +17,9 @@ use serde_json::Value;
 
 use crate::spec::Spec;
 use crate::stages::char_splits::{behavior_field, CharSplit};
+use crate::stages::gpt2_blocks;
 use crate::stages::scanners::Scanner;
+use crate::text::ascii_runs;
 use crate::text::unicode_class::{class_of, LETTER, NUMBER, SPACE};
 use crate::Error;
 
@@ -73,6 +75,25 @@ static ASCII_CLASS: [u8; 256] = {
     table
 };
 
+/// The first byte at or after `i` that is not of the ASCII class `class` of [`ASCII_CLASS`] (or
+/// the end), eight bytes a step. A non-ASCII byte ends the run; the caller decides whether the
+/// piece goes on.
+#[inline(always)]
+fn ascii_run_end(bytes: &[u8], i: usize, class: u8) -> usize {
+    let i = match class {
+        LETTER => ascii_runs::letters_end(bytes, i, true, true),
+        NUMBER => ascii_runs::digits_end(bytes, i),
+        SPACE => ascii_runs::spaces_end(bytes, i),
+        _ => ascii_runs::others_end(bytes, i),
+    };
+    // Within eight bytes of the end the helpers stop; the table finishes the run.
+    let mut i = i;
+    while i < bytes.len() && ASCII_CLASS[bytes[i] as usize] == class {
+        i += 1;
+    }
+    i
+}
+
 /// Where the GPT-2 piece starting at byte `i` of `s` ends.
 ///
 /// Most pieces of most text are ASCII: an optional space and a run of letters, digits or other
@@ -93,10 +114,7 @@ pub fn gpt2_piece_end(s: &str, i: usize) -> usize {
         return gpt2_piece_end_general(s, i);
     }
     if class == SPACE {
-        let mut end = i + 1;
-        while end < bytes.len() && ASCII_CLASS[bytes[end] as usize] == SPACE {
-            end += 1;
-        }
+        let end = ascii_run_end(bytes, i + 1, SPACE);
         if end == bytes.len() {
             return end;
         }
@@ -106,10 +124,7 @@ pub fn gpt2_piece_end(s: &str, i: usize) -> usize {
         // `\s+(?!\S)` gives back the last (one-byte) space when it leaves some run behind.
         return if end - 1 > i { end - 1 } else { end };
     }
-    let mut end = j + 1;
-    while end < bytes.len() && ASCII_CLASS[bytes[end] as usize] == class {
-        end += 1;
-    }
+    let end = ascii_run_end(bytes, j + 1, class);
     if end < bytes.len() && bytes[end] >= 0x80 {
         return match class {
             LETTER => run_end(s, end, |k| k & LETTER != 0),
@@ -166,10 +181,30 @@ pub fn gpt2_piece_end_general(s: &str, i: usize) -> usize {
     }
 }
 
-/// Call `f(start, end)` for each GPT-2 piece of `s`, in order.
+/// Call `f(start, end)` for each GPT-2 piece of `s`, in order: 64 bytes at a time where the text
+/// is plain ASCII ([`gpt2_blocks`]), one piece at a time elsewhere.
 pub fn gpt2_split(s: &str, mut f: impl FnMut(usize, usize)) {
-    let mut i = 0;
+    let bytes = s.as_bytes();
+    let (mut i, mut blocks_from) = (0, 0);
     while i < s.len() {
+        if i >= blocks_from {
+            match gpt2_blocks::block_starts(bytes, i) {
+                // The pieces up to the block's last start are final; the last one may go on.
+                Ok(starts) if starts > 1 => {
+                    let (mut rest, mut start) = (starts & !1, i);
+                    while rest != 0 {
+                        let next = i + rest.trailing_zeros() as usize;
+                        f(start, next);
+                        start = next;
+                        rest &= rest - 1;
+                    }
+                    i = start;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(skip) => blocks_from = i.saturating_add(skip),
+            }
+        }
         let end = gpt2_piece_end(s, i);
         f(i, end);
         i = end;
@@ -696,6 +731,17 @@ impl ByteLevelPreTokenizer {
     where
         F: FnMut(&[u8]) + ?Sized,
     {
+        self.for_each_span(text, &mut |buf, start, end| f(&buf[start..end]))
+    }
+
+    /// Call `f(buf, start, end)` for each final piece `buf[start..end]` of `text`, in order.
+    /// `buf` is the text the piece was cut from (`text`, or a stage's piece of it), so a caller
+    /// may read past the piece's end without a copy, as [`crate::engines::word_cache::Key::at`]
+    /// does.
+    pub fn for_each_span<F>(&self, text: &str, f: &mut F) -> Result<(), Error>
+    where
+        F: FnMut(&[u8], usize, usize) + ?Sized,
+    {
         match self.stages.as_slice() {
             [] => self.byte_level_piece(text, f),
             // One stage before a ByteLevel that changes nothing (the families' usual shape, a
@@ -705,7 +751,7 @@ impl ByteLevelPreTokenizer {
                 let bytes = text.as_bytes();
                 stage.split_each(text, &mut |a, b| {
                     if a < b {
-                        f(&bytes[a..b]);
+                        f(bytes, a, b);
                     }
                     Ok(())
                 })?
@@ -724,7 +770,7 @@ impl ByteLevelPreTokenizer {
         self.stages.iter().map(Stage::route).collect()
     }
 
-    fn byte_level_piece<F: FnMut(&[u8]) + ?Sized>(&self, piece: &str, f: &mut F) {
+    fn byte_level_piece<F: FnMut(&[u8], usize, usize) + ?Sized>(&self, piece: &str, f: &mut F) {
         if piece.is_empty() {
             return;
         }
@@ -735,10 +781,11 @@ impl ByteLevelPreTokenizer {
         } else {
             piece
         };
+        let bytes = piece.as_bytes();
         if self.byte_level.use_regex {
-            gpt2_split(piece, |s, e| f(&piece.as_bytes()[s..e]));
+            gpt2_split(piece, |s, e| f(bytes, s, e));
         } else {
-            f(piece.as_bytes());
+            f(bytes, 0, bytes.len());
         }
     }
 }
@@ -978,6 +1025,89 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    #[test]
+    fn gpt2_blocks_give_the_pieces_of_the_general_scanner() {
+        // Long texts, mostly ASCII, dense in what the block masks correct for: runs of spaces
+        // and other whitespace, contractions (and near misses), digits, punctuation; now and
+        // then a non-ASCII character, so that blocks and single pieces take turns.
+        const WORDS: &[&str] = &[
+            "a",
+            "Zq",
+            "the",
+            "don't",
+            "I'm",
+            "we're",
+            "it'll",
+            "you've",
+            "'d",
+            "'s",
+            "'t",
+            "'S",
+            "'rx",
+            "'l",
+            "''",
+            "x'",
+            " ",
+            " ",
+            "  ",
+            "   ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\u{0b}",
+            "\u{0c}",
+            "\u{1c}",
+            "12",
+            "7",
+            "3.14",
+            "!",
+            "...",
+            "(",
+            ")",
+            "-",
+            "\u{7f}",
+            "\u{0}",
+            "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnop",
+            "é",
+            "\u{a0}",
+            "\u{85}",
+            "日本",
+            "’s",
+        ];
+        let mut state = 0x0123_4567_89AB_CDEFu64;
+        let mut blocks = 0;
+        for round in 0..6000 {
+            let mut text = String::new();
+            while text.len() < 70 + round % 200 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                // Non-ASCII words (the last few) only one time in eight.
+                let span = if state % 8 == 0 {
+                    WORDS.len()
+                } else {
+                    WORDS.len() - 5
+                };
+                text.push_str(WORDS[(state >> 8) as usize % span]);
+            }
+            let mut expected = Vec::new();
+            let mut i = 0;
+            while i < text.len() {
+                let end = gpt2_piece_end_general(&text, i);
+                expected.push((i, end));
+                i = end;
+            }
+            let mut got = Vec::new();
+            gpt2_split(&text, |a, b| got.push((a, b)));
+            assert_eq!(got, expected, "{text:?}");
+            blocks += usize::from(gpt2_blocks::block_starts(text.as_bytes(), 0).is_ok());
+        }
+        assert!(
+            blocks > 1000,
+            "only {blocks} texts began with a readable block"
+        );
     }
 
     #[test]
