@@ -84,7 +84,7 @@ impl BpeEngine {
             let mut ahead = Ahead::new(&mut cache, &self.model, out);
             let result = self
                 .pre
-                .for_each_piece(text, &mut |piece| ahead.push(piece));
+                .for_each_span(text, &mut |buf, start, end| ahead.push(buf, start, end));
             ahead.finish();
             result
         })
@@ -165,10 +165,10 @@ impl<'a> Ahead<'a> {
     }
 
     #[inline]
-    fn push(&mut self, piece: &[u8]) {
-        let Some(key) = Key::of(piece) else {
+    fn push(&mut self, buf: &[u8], start: usize, end: usize) {
+        let Some(key) = Key::at(buf, start, end) else {
             self.finish();
-            self.model.encode_word(piece, self.out);
+            self.model.encode_word(&buf[start..end], self.out);
             return;
         };
         self.cache.prefetch(&key);

@@ -8,55 +8,120 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-/// Pieces of at most this many bytes, with at most [`SLOT_IDS`] ids, are cached. Longer ones are
+/// Pieces of at most this many bytes, with at most [`LONG_IDS`] ids, are cached. Longer ones are
 /// not: they rarely repeat (a CJK sentence is one GPT-2 piece).
 pub const MAX_KEY: usize = 32;
-const SLOT_IDS: usize = 7;
-/// Slots per shard. The table is direct-mapped with a fixed size (4 MiB per shard), so a shard
-/// never allocates after its first use and never rehashes: measured with examples/encode_file, a
-/// growing hash map cleared at 128K entries was 1.5x slower on the multilingual corpus, where most
-/// lookups miss and every miss walked cold memory.
-const SLOTS: usize = 1 << 16;
+/// The most ids of a piece in a short slot, and of a piece at all.
+const SHORT_IDS: usize = 3;
+const LONG_IDS: usize = 7;
+/// The longest piece a short slot holds.
+const SHORT_KEY: usize = 16;
+/// Lines per shard (4 MiB). The table has a fixed size, so a shard never allocates after its
+/// first use and never rehashes: measured with examples/encode_file, a growing hash map cleared
+/// at 128K entries was 1.5x slower on the multilingual corpus, where most lookups miss and every
+/// miss walked cold memory.
+const LINES: usize = 1 << 16;
 /// At least this many shards; more on machines with more cores.
 const MIN_SHARDS: usize = 16;
 
-/// One cache line: the piece as [`key_words`], its length, and its ids.
+/// `meta`: the number of ids in the low byte, the piece's length in the next; 0 marks an empty
+/// slot (pieces are never empty). This bit marks a line that holds one long entry.
+const LONG: u32 = 1 << 16;
+
+/// One cache line: two short slots, or one long entry.
+///
+/// Nearly every piece has at most 16 bytes and 3 ids (98.7% of GPT-2's pieces of English, 90% of
+/// code); such a piece takes a 32-byte slot, two to a line, so a line is a set of two ways (a new
+/// piece takes the first and moves the one there to the second). Two ways keep a frequent piece
+/// from being evicted by a rare one that shares its line, without a second cache line to fetch
+/// (two ways of whole-line slots, two lines per lookup, measured slower than one way).
+/// A longer piece, or one with 4 to 7 ids, takes the whole line: `meta0` then has [`LONG`], the
+/// ids run on from `ids0` over `key1`, and the key's last two words sit in `meta1` and `ids1`.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
-struct Slot {
-    key: [u64; 4],
-    /// Number of ids in the low byte, piece length in the next; 0 marks an empty slot (pieces
-    /// are never empty).
-    meta: u32,
-    ids: [u32; SLOT_IDS],
+struct Line {
+    key0: [u64; 2],
+    meta0: u32,
+    ids0: [u32; SHORT_IDS],
+    key1: [u64; 2],
+    meta1: u32,
+    ids1: [u32; SHORT_IDS],
 }
 
-/// A piece of 1..=[`MAX_KEY`] bytes as four words read straight from it (no copy through a stack
-/// buffer, whose store-then-load showed up as a quarter of the lookup time): bytes 0..8, 8..16,
-/// n-16..n-8 and n-8..n for n >= 16, fewer for shorter pieces. The reads overlap but cover every
-/// byte, so together with the length the words identify the piece, and [`Key::bytes`] rebuilds it.
-#[inline]
-fn key_words(piece: &[u8]) -> [u64; 4] {
-    let n = piece.len();
-    // The slices have exactly 8 and 4 bytes, so the conversions cannot fail.
-    let word = |at: usize| u64::from_le_bytes(piece[at..at + 8].try_into().unwrap());
-    let half = |at: usize| u32::from_le_bytes(piece[at..at + 4].try_into().unwrap()) as u64;
-    if n >= 16 {
-        [word(0), word(8), word(n - 16), word(n - 8)]
-    } else if n >= 8 {
-        [word(0), word(n - 8), 0, 0]
-    } else if n >= 4 {
-        [half(0) | (half(n - 4) << 32), 0, 0, 0]
-    } else if n > 0 {
-        let (a, b, c) = (piece[0] as u64, piece[n / 2] as u64, piece[n - 1] as u64);
-        [a | (b << 8) | (c << 16), 0, 0, 0]
-    } else {
-        [0; 4]
+const _: () = assert!(std::mem::size_of::<Line>() == 64);
+
+impl Line {
+    /// The ids of the first slot, or of a long entry (`LONG_IDS` of them: `ids0` and `key1`).
+    #[inline]
+    fn long_ids(&self) -> *const u32 {
+        self.ids0.as_ptr()
+    }
+
+    /// A long entry's last two key words (where `meta1` and `ids1` are).
+    #[inline]
+    fn long_tail(&self) -> [u64; 2] {
+        // SAFETY: repr(C): `meta1` and `ids1` are the line's last 16 bytes, 8-byte aligned.
+        unsafe { std::ptr::read(std::ptr::addr_of!(self.meta1) as *const [u64; 2]) }
+    }
+
+    #[inline]
+    fn set_long(&mut self, words: [u64; 4], len: usize, ids: &[u32]) {
+        self.key0 = [words[0], words[1]];
+        self.meta0 = ids.len() as u32 | (len as u32) << 8 | LONG;
+        // SAFETY: `ids0` and `key1` are 28 contiguous bytes (repr(C)), room for LONG_IDS ids;
+        // `meta1` and `ids1` the last 16 bytes of the line, 8-byte aligned.
+        unsafe {
+            let at = std::ptr::addr_of_mut!(self.ids0) as *mut u32;
+            std::ptr::copy_nonoverlapping(ids.as_ptr(), at, ids.len());
+            std::ptr::write(
+                std::ptr::addr_of_mut!(self.meta1) as *mut [u64; 2],
+                [words[2], words[3]],
+            );
+        }
     }
 }
 
-/// A piece ready for the cache: its words, length and slot. Computed ahead of the lookup, so
-/// the slot's cache line can be fetched while earlier pieces are encoded.
+/// The little-endian word of `piece[at..at + r]` (1 <= r <= 8), zero above its `r` bytes, read
+/// without a copy through a stack buffer (a store-then-load that showed up as a quarter of the
+/// lookup time). The partial word is always the piece's last, so when the piece has 8 bytes or
+/// more it is the piece's last 8 bytes shifted down.
+#[inline]
+fn word_of(piece: &[u8], at: usize, r: usize) -> u64 {
+    let n = piece.len();
+    let w64 = |i: usize| u64::from_le_bytes(piece[i..i + 8].try_into().unwrap());
+    let w32 = |i: usize| u32::from_le_bytes(piece[i..i + 4].try_into().unwrap()) as u64;
+    let w16 = |i: usize| u16::from_le_bytes(piece[i..i + 2].try_into().unwrap()) as u64;
+    if r == 8 {
+        w64(at)
+    } else if n >= 8 {
+        w64(n - 8) >> (8 * (8 - r))
+    } else if r >= 4 {
+        // Two overlapping reads; the shared bytes land on the same places.
+        w32(0) | (w32(r - 4) << (8 * (r - 4)))
+    } else if r >= 2 {
+        w16(0) | (w16(r - 2) << (8 * (r - 2)))
+    } else {
+        piece[0] as u64
+    }
+}
+
+/// A piece of 1..=[`MAX_KEY`] bytes as four little-endian words, zero-padded: bytes 0..8, 8..16,
+/// 16..24 and 24..32. With the length, the words identify the piece, and [`Key::bytes`] gives
+/// it back.
+#[inline]
+fn key_words(piece: &[u8]) -> [u64; 4] {
+    let n = piece.len();
+    let mut words = [0u64; 4];
+    for (k, word) in words.iter_mut().enumerate() {
+        if n > 8 * k {
+            *word = word_of(piece, 8 * k, (n - 8 * k).min(8));
+        }
+    }
+    words
+}
+
+/// A piece ready for the cache: its words, length and line. Computed ahead of the lookup, so
+/// the line can be fetched while earlier pieces are encoded.
 #[derive(Clone, Copy, Default)]
 pub struct Key {
     words: [u64; 4],
@@ -71,43 +136,73 @@ impl Key {
         if piece.len() > MAX_KEY {
             return None;
         }
-        let words = key_words(piece);
-        let h = (words[0] ^ piece.len() as u64).wrapping_mul(0xA076_1D64_78BD_642F)
+        Some(Key::from_words(key_words(piece), piece.len()))
+    }
+
+    /// The key of the piece `buf[start..end]`, or None when it is too long to be cached.
+    ///
+    /// The same key as [`Key::of`] gives, built without a branch on the piece's length when
+    /// [`MAX_KEY`] bytes from `start` lie inside `buf`: four whole words are read and the bytes
+    /// past the piece masked off. Piece lengths vary from one piece to the next, so branches on
+    /// them are mispredicted.
+    #[inline]
+    pub fn at(buf: &[u8], start: usize, end: usize) -> Option<Key> {
+        let n = end - start;
+        if n > MAX_KEY {
+            return None;
+        }
+        let Some(window) = buf.get(start..start + MAX_KEY) else {
+            return Key::of(&buf[start..end]);
+        };
+        let mut words = [0u64; 4];
+        for (k, word) in words.iter_mut().enumerate() {
+            let kept = n.saturating_sub(8 * k).min(8);
+            let mask = ((1u128 << (8 * kept)) - 1) as u64;
+            *word = u64::from_le_bytes(window[8 * k..8 * k + 8].try_into().unwrap()) & mask;
+        }
+        Some(Key::from_words(words, n))
+    }
+
+    #[inline]
+    fn from_words(words: [u64; 4], len: usize) -> Key {
+        let h = (words[0] ^ len as u64).wrapping_mul(0xA076_1D64_78BD_642F)
             ^ words[1].wrapping_mul(0xE703_7ED1_A0B4_28DB).rotate_left(17)
             ^ (words[2] ^ words[3].rotate_left(32)).wrapping_mul(0x8EBC_6AF0_9C88_C6E3);
         // The top bits of a product depend on every input bit.
         let index =
-            (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize;
-        Some(Key {
-            words,
-            len: piece.len(),
-            index,
-        })
+            (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - LINES.trailing_zeros())) as usize;
+        Key { words, len, index }
     }
 
     /// The piece's bytes, rebuilt from the words (the inverse of `key_words`).
     pub fn bytes(&self, buf: &mut [u8; MAX_KEY]) -> usize {
-        let n = self.len;
-        let w = self.words;
-        let mut put = |at: usize, bytes: &[u8]| buf[at..at + bytes.len()].copy_from_slice(bytes);
-        if n >= 16 {
-            put(0, &w[0].to_le_bytes());
-            put(8, &w[1].to_le_bytes());
-            put(n - 16, &w[2].to_le_bytes());
-            put(n - 8, &w[3].to_le_bytes());
-        } else if n >= 8 {
-            put(0, &w[0].to_le_bytes());
-            put(n - 8, &w[1].to_le_bytes());
-        } else if n >= 4 {
-            put(0, &w[0].to_le_bytes()[..4]);
-            put(n - 4, &w[0].to_le_bytes()[4..]);
-        } else if n > 0 {
-            let b = w[0].to_le_bytes();
-            put(0, &b[..1]);
-            put(n / 2, &b[1..2]);
-            put(n - 1, &b[2..3]);
+        for (k, word) in self.words.iter().enumerate() {
+            buf[8 * k..8 * k + 8].copy_from_slice(&word.to_le_bytes());
         }
-        n
+        self.len
+    }
+
+    /// Whether the first slot (or the long entry) of `line` holds this piece.
+    #[inline]
+    fn in_first(&self, line: &Line) -> bool {
+        let w = self.words;
+        let long = line.meta0 & LONG != 0;
+        let tail = line.long_tail();
+        // A short slot holds only pieces of at most 16 bytes, whose last two words are zero.
+        (line.key0[0] == w[0])
+            & (line.key0[1] == w[1])
+            & ((line.meta0 >> 8) & 0xff == self.len as u32)
+            & (!long | ((tail[0] == w[2]) & (tail[1] == w[3])))
+    }
+
+    /// Whether the second slot of `line` holds this piece (never in a long entry's line).
+    #[inline]
+    fn in_second(&self, line: &Line) -> bool {
+        let w = self.words;
+        (line.meta0 & LONG == 0)
+            & (line.key1[0] == w[0])
+            & (line.key1[1] == w[1])
+            & ((line.meta1 >> 8) & 0xff == self.len as u32)
     }
 }
 
@@ -122,11 +217,11 @@ fn prefetch<T>(at: &T) {
     let _ = at;
 }
 
-/// A direct-mapped word cache: a new piece evicts whatever shared its slot. Results never depend
-/// on what it holds.
+/// A word cache of [`Line`]s, each a set of two short slots or one long entry, picked by the
+/// piece's hash. Results never depend on what it holds.
 #[derive(Default)]
 pub struct WordCache {
-    slots: Vec<Slot>,
+    lines: Vec<Line>,
     /// A stand-in for a shard that another thread holds: remembers nothing.
     disabled: bool,
 }
@@ -148,61 +243,67 @@ impl WordCache {
     }
 
     fn clear(&mut self) {
-        self.slots = Vec::new();
+        self.lines = Vec::new();
     }
 
-    /// Start fetching the slot of `key` into the CPU cache (see [`Key`]).
+    /// Start fetching the line of `key` into the CPU cache (see [`Key`]).
     #[inline]
     pub fn prefetch(&self, key: &Key) {
-        if let Some(slot) = self.slots.get(key.index) {
-            prefetch(slot);
+        if let Some(line) = self.lines.get(key.index) {
+            prefetch(line);
         }
     }
 
     /// Append the cached ids of the piece of `key` to `out`; false on a miss.
     #[inline]
     pub fn extend(&self, key: &Key, out: &mut Vec<u32>) -> bool {
-        if let Some(slot) = self.slots.get(key.index) {
-            // Word by word with `&` rather than `[u64; 4] ==`, which calls memcmp.
-            let w = key.words;
-            let same = (slot.key[0] == w[0])
-                & (slot.key[1] == w[1])
-                & (slot.key[2] == w[2])
-                & (slot.key[3] == w[3])
-                & ((slot.meta >> 8) as usize == key.len);
-            if same {
-                // A fixed-size copy of the whole slot, then the length: no call to memmove
-                // for a copy of a few ids.
-                out.reserve(SLOT_IDS);
-                let len = out.len();
-                // SAFETY: the reserve leaves room for SLOT_IDS more ids after `len`; the new
-                // length counts only the slot's ids, all of them written just before.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        slot.ids.as_ptr(),
-                        out.as_mut_ptr().add(len),
-                        SLOT_IDS,
-                    );
-                    out.set_len(len + (slot.meta & 0xff) as usize);
-                }
+        let Some(line) = self.lines.get(key.index) else {
+            return false;
+        };
+        out.reserve(LONG_IDS);
+        let len = out.len();
+        // Fixed-size copies of a slot's id room, then the length: no call to memmove for a copy
+        // of a few ids.
+        // SAFETY: the reserve leaves room for LONG_IDS more ids after `len`; the first slot's
+        // room (`ids0` and `key1`, repr(C)) holds LONG_IDS ids, the second's SHORT_IDS; the new
+        // length counts only the slot's ids, all of them written just before.
+        unsafe {
+            let to = out.as_mut_ptr().add(len);
+            if key.in_first(line) {
+                std::ptr::copy_nonoverlapping(line.long_ids(), to, LONG_IDS);
+                out.set_len(len + (line.meta0 & 0xff) as usize);
+                return true;
+            }
+            if key.in_second(line) {
+                std::ptr::copy_nonoverlapping(line.ids1.as_ptr(), to, SHORT_IDS);
+                out.set_len(len + (line.meta1 & 0xff) as usize);
                 return true;
             }
         }
         false
     }
 
-    /// Remember `ids` for the piece of `key` (when they fit in a slot).
+    /// Remember `ids` for the piece of `key` (when they fit in a line).
     pub fn insert(&mut self, key: &Key, ids: &[u32]) {
-        if self.disabled || ids.len() > SLOT_IDS {
+        if self.disabled || ids.len() > LONG_IDS {
             return;
         }
-        if self.slots.is_empty() {
-            self.slots = vec![Slot::default(); SLOTS];
+        if self.lines.is_empty() {
+            self.lines = vec![Line::default(); LINES];
         }
-        let slot = &mut self.slots[key.index];
-        slot.key = key.words;
-        slot.ids[..ids.len()].copy_from_slice(ids);
-        slot.meta = ids.len() as u32 | (key.len as u32) << 8;
+        let line = &mut self.lines[key.index];
+        if key.len > SHORT_KEY || ids.len() > SHORT_IDS {
+            line.set_long(key.words, key.len, ids);
+            return;
+        }
+        if line.meta0 & LONG != 0 {
+            line.meta1 = 0;
+        } else {
+            (line.key1, line.meta1, line.ids1) = (line.key0, line.meta0, line.ids0);
+        }
+        line.key0 = [key.words[0], key.words[1]];
+        line.meta0 = ids.len() as u32 | (key.len as u32) << 8;
+        line.ids0[..ids.len()].copy_from_slice(ids);
     }
 }
 
@@ -293,8 +394,8 @@ impl ShardedCache {
 mod tests {
     use super::*;
 
-    /// Every piece of 1..=32 bytes over a tiny alphabet, so that many share prefixes, suffixes
-    /// and the overlapping words of `short_key`.
+    /// Pieces of 1..=32 bytes over a tiny alphabet (with zero bytes, which the padding of
+    /// `key_words` must not confuse with the piece), so that many share prefixes and suffixes.
     fn pieces() -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut state = 12345u64;
@@ -329,6 +430,72 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), all.len());
         assert!(Key::of(&[b'a'; MAX_KEY + 1]).is_none());
+    }
+
+    /// Pieces forced into one line: short ones share it two at a time, a long entry takes it
+    /// whole, and whatever was evicted is a miss, never wrong ids.
+    #[test]
+    fn one_line_holds_two_short_pieces_or_one_long() {
+        let key = |piece: &[u8]| Key {
+            index: 0,
+            ..Key::of(piece).unwrap()
+        };
+        let mut cache = WordCache::default();
+        let lookup = |cache: &WordCache, piece: &[u8]| {
+            let mut out = vec![99];
+            cache
+                .extend(&key(piece), &mut out)
+                .then(|| out[1..].to_vec())
+        };
+        let long_piece = [b'x'; 20];
+        cache.insert(&key(b"ab"), &[1, 2]);
+        cache.insert(&key(b"cd"), &[3]);
+        assert_eq!(lookup(&cache, b"ab"), Some(vec![1, 2]));
+        assert_eq!(lookup(&cache, b"cd"), Some(vec![3]));
+        cache.insert(&key(b"ef"), &[4, 5, 6]); // evicts "ab", the older
+        assert_eq!(lookup(&cache, b"ab"), None);
+        assert_eq!(lookup(&cache, b"cd"), Some(vec![3]));
+        assert_eq!(lookup(&cache, b"ef"), Some(vec![4, 5, 6]));
+        cache.insert(&key(b"gh"), &[7, 8, 9, 10, 11]); // four ids or more: a long entry
+        assert_eq!(lookup(&cache, b"gh"), Some(vec![7, 8, 9, 10, 11]));
+        assert_eq!(lookup(&cache, b"cd"), None);
+        assert_eq!(lookup(&cache, b"ef"), None);
+        cache.insert(&key(&long_piece), &[12, 13, 14, 15, 16, 17, 18]);
+        assert_eq!(
+            lookup(&cache, &long_piece),
+            Some(vec![12, 13, 14, 15, 16, 17, 18])
+        );
+        assert_eq!(lookup(&cache, &long_piece[..19]), None);
+        assert_eq!(lookup(&cache, b"gh"), None);
+        cache.insert(&key(b"ij"), &[19]); // a short piece takes the line back, alone
+        assert_eq!(lookup(&cache, b"ij"), Some(vec![19]));
+        assert_eq!(lookup(&cache, &long_piece), None);
+        assert_eq!(lookup(&cache, &long_piece[..2]), None);
+        cache.insert(&key(b"kl"), &[20]);
+        assert_eq!(lookup(&cache, b"ij"), Some(vec![19]));
+        assert_eq!(lookup(&cache, b"kl"), Some(vec![20]));
+    }
+
+    #[test]
+    fn keys_read_in_place_equal_keys_of_copied_pieces() {
+        for p in pieces() {
+            let expected = Key::of(&p).unwrap();
+            // The piece at the start, in the middle and at the end of a buffer: with room to
+            // read whole words past it, and without.
+            for (before, after) in [(0, 0), (0, 40), (3, 5), (5, 31), (7, 32), (1, 100)] {
+                let mut buf = vec![0xEEu8; before];
+                buf.extend_from_slice(&p);
+                buf.extend(std::iter::repeat_n(0xAB, after));
+                let key = Key::at(&buf, before, before + p.len()).unwrap();
+                assert_eq!(
+                    (key.words, key.len, key.index),
+                    (expected.words, expected.len, expected.index),
+                    "piece {p:?} with {before} bytes before and {after} after"
+                );
+            }
+        }
+        let long = [b'a'; MAX_KEY + 1];
+        assert!(Key::at(&long, 0, long.len()).is_none());
     }
 
     #[test]
