@@ -123,6 +123,18 @@ def _schema_view(doc: Any) -> Any:
     return {**doc, "model": light}
 
 
+def _model_kind(model: dict) -> Any:
+    """`model.type` as found (any JSON value), or, when it is absent or null, the type inferred
+    from the fields: BPE with `merges`, WordPiece with `max_input_chars_per_word`, else None.
+    The one place that decides: `_Reader.model` reads by it, `_read_light` chooses the fast read."""
+    kind = model.get("type")
+    if kind is not None:
+        return kind
+    if "merges" in model:
+        return "BPE"
+    return "WordPiece" if "max_input_chars_per_word" in model else None
+
+
 class _Reader:
     """Carries the file name so that every error names file, JSON path and value."""
 
@@ -469,12 +481,12 @@ class _Reader:
     def model(self, doc: Any):
         if not isinstance(doc, dict):
             raise self.error("model", f"expected an object, found {_show(doc)}")
-        kind = doc.get("type")
+        kind = _model_kind(doc)
         if kind is not None and not isinstance(kind, str):
             raise self.error("model.type", f"expected a string, found {_show(kind)}")
-        if kind == "BPE" or (kind is None and "merges" in doc):
+        if kind == "BPE":
             return self.bpe(doc, "model")
-        if kind == "WordPiece" or (kind is None and "max_input_chars_per_word" in doc):
+        if kind == "WordPiece":
             return self.wordpiece(doc, "model")
         if kind == "WordLevel":
             return self.wordlevel(doc, "model")
@@ -679,15 +691,6 @@ def _read_light(path: str | os.PathLike) -> Optional[tuple[Any, _Big]]:
     if not isinstance(model, dict) or _model_kind(model) not in ("BPE", "WordPiece", "WordLevel", "Unigram"):
         return None  # no model type to read: the plain read words the error
     return doc, _Big(data, vocab, merges)
-
-
-def _model_kind(model: dict) -> Optional[str]:
-    """`model.type`, or the type the reader infers when it is absent (as `_Reader.model` does)."""
-    if "type" in model:
-        return model["type"]
-    if "merges" in model:
-        return "BPE"
-    return "WordPiece" if "max_input_chars_per_word" in model else None
 
 
 def _refuse_constant(name: str):
