@@ -84,31 +84,28 @@ class _Big(NamedTuple):
     vocab: Optional[tuple[int, int]]
     merges: Optional[tuple[int, int]]
 
+    def _read(self, with_merges: bool, read, *spans_and_options):
+        """`read(self.data, *spans_and_options)`, a reader of the core, for a model whose file
+        has (`with_merges`) or has not a `model.merges` beside `model.vocab`; raises _Fallback
+        when the file is not of that shape or the core declines (returns None)."""
+        if self.vocab is None or (self.merges is not None) != with_merges:
+            raise _Fallback
+        found = read(self.data, *spans_and_options)
+        if found is None:
+            raise _Fallback
+        return found
+
     def bpe_tables(self, prefix: Optional[str]):
-        if self.vocab is None or self.merges is None:
-            raise _Fallback
-        tables = _native.core.BpeTables.read(self.data, self.vocab, self.merges, prefix)
-        if tables is None:
-            raise _Fallback
-        return tables
+        """A BPE model's vocabulary and merges as shared tables (`_core.BpeTables`)."""
+        return self._read(True, _native.core.BpeTables.read, self.vocab, self.merges, prefix)
 
     def unigram_pieces(self) -> tuple[list[str], list[float]]:
         """(pieces, scores) of a Unigram `model.vocab` list, read by the core."""
-        if self.vocab is None or self.merges is not None:
-            raise _Fallback
-        columns = _native.core.read_unigram_pieces(self.data, self.vocab)
-        if columns is None:
-            raise _Fallback
-        return columns
+        return self._read(False, _native.core.read_unigram_pieces, self.vocab)
 
     def vocab_table(self):
         """The `{token: id}` vocabulary alone (WordPiece, WordLevel) as shared tables."""
-        if self.vocab is None or self.merges is not None:
-            raise _Fallback
-        tables = _native.core.BpeTables.read_vocab(self.data, self.vocab)
-        if tables is None:
-            raise _Fallback
-        return tables
+        return self._read(False, _native.core.BpeTables.read_vocab, self.vocab)
 
 
 def _schema_view(doc: Any) -> Any:
