@@ -557,23 +557,23 @@ class _Reader:
         byte_fallback = self.boolean(doc, "byte_fallback", path, default=False)
         if self.big is not None:
             # Read by the core, checked as the loop below checks (or the file is read again whole).
-            pieces = list(zip(*self.big.unigram_pieces()))
+            texts, scores = self.big.unigram_pieces()
         else:
-            pieces = self.unigram_vocab(doc, path)
+            texts, scores = self.unigram_vocab(doc, path)
         unk_id = doc.get("unk_id")
         if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
             raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
         try:
-            return UnigramModel(pieces, unk_id, byte_fallback, where=path, checked=True)
+            return UnigramModel.from_columns(texts, scores, unk_id, byte_fallback, where=path)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
 
-    def unigram_vocab(self, doc: dict, path: str) -> list[tuple[str, float]]:
-        """The (piece, score) pairs of a Unigram `model.vocab`, each checked."""
+    def unigram_vocab(self, doc: dict, path: str) -> tuple[list[str], list[float]]:
+        """(pieces, scores) of a Unigram `model.vocab`, each [piece, score] item checked."""
         vocab = doc.get("vocab")
         if not isinstance(vocab, list):
             raise self.error(f"{path}.vocab", f"expected a list of [piece, score] pairs, found {_show(vocab)}")
-        pieces = []
+        texts, scores = [], []
         for k, item in enumerate(vocab):
             if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not item[0]
                     or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)):
@@ -585,8 +585,9 @@ class _Reader:
                 score = math.inf
             if not math.isfinite(score):
                 raise self.error(f"{path}.vocab[{k}][1]", f"expected a finite number, found {_show(item[1])}")
-            pieces.append((item[0], score))
-        return pieces
+            texts.append(item[0])
+            scores.append(score)
+        return texts, scores
 
 
 class TokenizerParts(NamedTuple):
