@@ -30,10 +30,10 @@ Reading a file with the Rust core: the core finds the text of `model.vocab` and 
 (`_core.split_tokenizer_json`), Python parses the small rest (the schema check and every check
 of this reader run on it unchanged), and a BPE model's vocabulary and merges (a WordPiece or
 WordLevel model's vocabulary) are read by serde_json into `_core.BpeTables`, shared with the
-engine; a Unigram model's pieces into two lists (`_core.read_unigram_pieces`). The tables are all or nothing: for
-anything they would not take as the Python loops would (a bad id, a merge missing from the
-vocabulary, another model type, ...) the whole file is read again the plain way, so errors are
-worded and ordered as without the core.
+engine; a Unigram model's pieces into two lists (`_core.read_unigram_pieces`). The tables are
+all or nothing: for anything they would not take as the Python loops would (a bad id, a merge
+missing from the vocabulary, another model type, ...) the whole file is read again the plain
+way, so errors are worded and ordered as without the core.
 """
 
 from __future__ import annotations
