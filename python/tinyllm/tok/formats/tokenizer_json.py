@@ -30,10 +30,10 @@ Reading a file with the Rust core: the core finds the text of `model.vocab` and 
 (`_core.split_tokenizer_json`), Python parses the small rest (the schema check and every check
 of this reader run on it unchanged), and a BPE model's vocabulary and merges (a WordPiece or
 WordLevel model's vocabulary) are read by serde_json into `_core.BpeTables`, shared with the
-engine; a Unigram model's pieces into two lists (`_core.read_unigram_pieces`). The tables are all or nothing: for
-anything they would not take as the Python loops would (a bad id, a merge missing from the
-vocabulary, another model type, ...) the whole file is read again the plain way, so errors are
-worded and ordered as without the core.
+engine; a Unigram model's pieces into two lists (`_core.read_unigram_pieces`). The tables are
+all or nothing: for anything they would not take as the Python loops would (a bad id, a merge
+missing from the vocabulary, another model type, ...) the whole file is read again the plain
+way, so errors are worded and ordered as without the core.
 """
 
 from __future__ import annotations
@@ -84,31 +84,28 @@ class _Big(NamedTuple):
     vocab: Optional[tuple[int, int]]
     merges: Optional[tuple[int, int]]
 
+    def _read(self, with_merges: bool, read, *spans_and_options):
+        """`read(self.data, *spans_and_options)`, a reader of the core, for a model whose file
+        has (`with_merges`) or has not a `model.merges` beside `model.vocab`; raises _Fallback
+        when the file is not of that shape or the core declines (returns None)."""
+        if self.vocab is None or (self.merges is not None) != with_merges:
+            raise _Fallback
+        found = read(self.data, *spans_and_options)
+        if found is None:
+            raise _Fallback
+        return found
+
     def bpe_tables(self, prefix: Optional[str]):
-        if self.vocab is None or self.merges is None:
-            raise _Fallback
-        tables = _native.core.BpeTables.read(self.data, self.vocab, self.merges, prefix)
-        if tables is None:
-            raise _Fallback
-        return tables
+        """A BPE model's vocabulary and merges as shared tables (`_core.BpeTables`)."""
+        return self._read(True, _native.core.BpeTables.read, self.vocab, self.merges, prefix)
 
     def unigram_pieces(self) -> tuple[list[str], list[float]]:
         """(pieces, scores) of a Unigram `model.vocab` list, read by the core."""
-        if self.vocab is None or self.merges is not None:
-            raise _Fallback
-        columns = _native.core.read_unigram_pieces(self.data, self.vocab)
-        if columns is None:
-            raise _Fallback
-        return columns
+        return self._read(False, _native.core.read_unigram_pieces, self.vocab)
 
     def vocab_table(self):
         """The `{token: id}` vocabulary alone (WordPiece, WordLevel) as shared tables."""
-        if self.vocab is None or self.merges is not None:
-            raise _Fallback
-        tables = _native.core.BpeTables.read_vocab(self.data, self.vocab)
-        if tables is None:
-            raise _Fallback
-        return tables
+        return self._read(False, _native.core.BpeTables.read_vocab, self.vocab)
 
 
 def _schema_view(doc: Any) -> Any:
@@ -121,6 +118,18 @@ def _schema_view(doc: Any) -> Any:
         if isinstance(light.get(key), (dict, list)):
             light[key] = type(light[key])()
     return {**doc, "model": light}
+
+
+def _model_kind(model: dict) -> Any:
+    """`model.type` as found (any JSON value), or, when it is absent or null, the type inferred
+    from the fields: BPE with `merges`, WordPiece with `max_input_chars_per_word`, else None.
+    The one place that decides: `_Reader.model` reads by it, `_read_light` chooses the fast read."""
+    kind = model.get("type")
+    if kind is not None:
+        return kind
+    if "merges" in model:
+        return "BPE"
+    return "WordPiece" if "max_input_chars_per_word" in model else None
 
 
 class _Reader:
@@ -469,12 +478,12 @@ class _Reader:
     def model(self, doc: Any):
         if not isinstance(doc, dict):
             raise self.error("model", f"expected an object, found {_show(doc)}")
-        kind = doc.get("type")
+        kind = _model_kind(doc)
         if kind is not None and not isinstance(kind, str):
             raise self.error("model.type", f"expected a string, found {_show(kind)}")
-        if kind == "BPE" or (kind is None and "merges" in doc):
+        if kind == "BPE":
             return self.bpe(doc, "model")
-        if kind == "WordPiece" or (kind is None and "max_input_chars_per_word" in doc):
+        if kind == "WordPiece":
             return self.wordpiece(doc, "model")
         if kind == "WordLevel":
             return self.wordlevel(doc, "model")
@@ -548,23 +557,23 @@ class _Reader:
         byte_fallback = self.boolean(doc, "byte_fallback", path, default=False)
         if self.big is not None:
             # Read by the core, checked as the loop below checks (or the file is read again whole).
-            pieces = list(zip(*self.big.unigram_pieces()))
+            texts, scores = self.big.unigram_pieces()
         else:
-            pieces = self.unigram_vocab(doc, path)
+            texts, scores = self.unigram_vocab(doc, path)
         unk_id = doc.get("unk_id")
         if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
             raise self.error(f"{path}.unk_id", f"expected an integer or null, found {_show(unk_id)}")
         try:
-            return UnigramModel(pieces, unk_id, byte_fallback, where=path, checked=True)
+            return UnigramModel.from_columns(texts, scores, unk_id, byte_fallback, where=path)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e}") from None
 
-    def unigram_vocab(self, doc: dict, path: str) -> list[tuple[str, float]]:
-        """The (piece, score) pairs of a Unigram `model.vocab`, each checked."""
+    def unigram_vocab(self, doc: dict, path: str) -> tuple[list[str], list[float]]:
+        """(pieces, scores) of a Unigram `model.vocab`, each [piece, score] item checked."""
         vocab = doc.get("vocab")
         if not isinstance(vocab, list):
             raise self.error(f"{path}.vocab", f"expected a list of [piece, score] pairs, found {_show(vocab)}")
-        pieces = []
+        texts, scores = [], []
         for k, item in enumerate(vocab):
             if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not item[0]
                     or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)):
@@ -576,8 +585,9 @@ class _Reader:
                 score = math.inf
             if not math.isfinite(score):
                 raise self.error(f"{path}.vocab[{k}][1]", f"expected a finite number, found {_show(item[1])}")
-            pieces.append((item[0], score))
-        return pieces
+            texts.append(item[0])
+            scores.append(score)
+        return texts, scores
 
 
 class TokenizerParts(NamedTuple):
@@ -679,15 +689,6 @@ def _read_light(path: str | os.PathLike) -> Optional[tuple[Any, _Big]]:
     if not isinstance(model, dict) or _model_kind(model) not in ("BPE", "WordPiece", "WordLevel", "Unigram"):
         return None  # no model type to read: the plain read words the error
     return doc, _Big(data, vocab, merges)
-
-
-def _model_kind(model: dict) -> Optional[str]:
-    """`model.type`, or the type the reader infers when it is absent (as `_Reader.model` does)."""
-    if "type" in model:
-        return model["type"]
-    if "merges" in model:
-        return "BPE"
-    return "WordPiece" if "max_input_chars_per_word" in model else None
 
 
 def _refuse_constant(name: str):

@@ -61,35 +61,58 @@ class UnigramModel:
 
     def __init__(self, pieces: Sequence[tuple[str, float]], unk_id: Optional[int],
                  byte_fallback: bool = False, *, where: str = "model", checked: bool = False) -> None:
-        """`checked`: the pieces are already (non-empty text, finite float) tuples, as the
-        tokenizer.json reader makes them (it words its own errors); they are not checked again."""
-        if not isinstance(byte_fallback, bool):
-            raise ValueError(f"{where}.byte_fallback: expected true or false, found {byte_fallback!r}")
-        self.byte_fallback = byte_fallback
-        self.pieces: list[tuple[str, float]] = list(pieces) if checked else [
+        """`pieces`: (piece, score) pairs, by id. `checked`: they are already (non-empty text,
+        finite float) pairs, not checked again. (The tokenizer.json reader, which words its own
+        errors, hands its checked pieces over as two columns: see `from_columns`.)"""
+        _check_byte_fallback(byte_fallback, where)
+        pieces = list(pieces) if checked else [
             _check_piece(entry, f"{where}.vocab[{i}]") for i, entry in enumerate(pieces)]
+        texts, scores = [piece for piece, _ in pieces], [score for _, score in pieces]
+        self._setup(texts, scores, unk_id, byte_fallback, where)
+
+    @classmethod
+    def from_columns(cls, texts: list[str], scores: list[float], unk_id: Optional[int],
+                     byte_fallback: bool = False, *, where: str = "model") -> UnigramModel:
+        """The model of the pieces `texts[i]` with scores `scores[i]`, two lists of one length
+        already checked (non-empty texts, finite floats), as the core reads them from a
+        tokenizer.json (`_core.read_unigram_pieces`). The model keeps the two lists as they are."""
+        _check_byte_fallback(byte_fallback, where)
+        model = cls.__new__(cls)
+        model._setup(texts, scores, unk_id, byte_fallback, where)
+        return model
+
+    def _setup(self, texts: list[str], scores: list[float], unk_id: Optional[int], byte_fallback: bool,
+               where: str) -> None:
+        """Everything but the checks of `byte_fallback` and of each piece (done by the callers)."""
+        self.byte_fallback = byte_fallback
         self.vocab: dict[str, int] = {}
-        for i, (piece, _) in enumerate(self.pieces):
+        for i, piece in enumerate(texts):
             if piece in self.vocab:
                 raise ValueError(f"{where}.vocab[{i}]: piece {piece!r} duplicates {where}.vocab[{self.vocab[piece]}]")
             self.vocab[piece] = i
-        self.id_to_token: list[str] = [piece for piece, _ in self.pieces]
-        self.scores: list[float] = [score for _, score in self.pieces]
+        self.id_to_token: list[str] = texts
+        self.scores: list[float] = scores
         if unk_id is not None:
             if isinstance(unk_id, bool) or not isinstance(unk_id, int):
                 raise ValueError(f"{where}.unk_id: expected an integer or null, found {unk_id!r}")
-            if not 0 <= unk_id < len(self.pieces):
-                raise ValueError(f"{where}.unk_id: {unk_id} is out of range for {len(self.pieces)} pieces")
+            if not 0 <= unk_id < len(texts):
+                raise ValueError(f"{where}.unk_id: {unk_id} is out of range for {len(texts)} pieces")
         self.unk_id = unk_id
         self.unk_score = min(self.scores, default=0.0) - UNK_PENALTY
         self.max_piece_chars = max((len(p) for p in self.id_to_token), default=0)
         #: byte_ids[b]: the id of the piece `<0xNN>` for byte b, or None.
         self.byte_ids: list[Optional[int]] = [self.vocab.get(f"<0x{b:02X}>") for b in range(256)]
 
+    @property
+    def pieces(self) -> list[tuple[str, float]]:
+        """The (piece, score) pairs, by id (made from `id_to_token` and `scores` on each call)."""
+        return list(zip(self.id_to_token, self.scores))
+
     def to_json(self) -> dict:
         """The model object of tokenizer.json, as Hugging Face writes it."""
         return {"type": "Unigram", "unk_id": self.unk_id,
-                "vocab": [[piece, score] for piece, score in self.pieces], "byte_fallback": self.byte_fallback}
+                "vocab": [[piece, score] for piece, score in zip(self.id_to_token, self.scores)],
+                "byte_fallback": self.byte_fallback}
 
     # -- the lattice --------------------------------------------------------------------------
 
@@ -275,6 +298,11 @@ def sum_left(values) -> float:
 
 def _terms(edges: list[Edge], log_z: list[Optional[float]], alpha: float) -> list[tuple[float, Edge]]:
     return [(log_z[e.start] + alpha * e.score, e) for e in edges if log_z[e.start] is not None]
+
+
+def _check_byte_fallback(byte_fallback, where: str) -> None:
+    if not isinstance(byte_fallback, bool):
+        raise ValueError(f"{where}.byte_fallback: expected true or false, found {byte_fallback!r}")
 
 
 def _check_piece(entry, where: str) -> tuple[str, float]:
