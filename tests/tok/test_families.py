@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 from tests.peers import shared_corpus_lines
-from tests.support.families import FAMILIES, family_doc, family_file
+from tests.support.families import FAMILIES, family_file, family_specials
 from tests.support.rust import needs_rust
 from tests.support.stress import stress_strings
 from tinyllm import SlowPathWarning
@@ -42,7 +42,7 @@ def test_a_family_runs_on_the_core(name, family_dir):
 @pytest.mark.parametrize("name", FAMILIES)
 def test_a_family_gives_hugging_faces_ids(name, family_dir):
     ours, hf = _pair(name, family_dir)
-    specials = [t["content"] for t in family_doc(name)["added_tokens"]]
+    specials = family_specials(name)
     texts = shared_corpus_lines(every=25) + [s for s in stress_strings(300) if not any(t in s for t in specials)]
     expected = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
     got = ours.encode_batch(texts)
@@ -53,6 +53,6 @@ def test_a_family_gives_hugging_faces_ids(name, family_dir):
 @pytest.mark.parametrize("name", FAMILIES)
 def test_a_familys_specials_and_template_match_hugging_face(name, family_dir):
     ours, hf = _pair(name, family_dir)
-    specials = [t["content"] for t in family_doc(name)["added_tokens"]]
+    specials = family_specials(name)
     text = f"{specials[-1]}Hello, world!  1234567 你好{specials[0]}"
     assert ours.encode(text, add_special=True, allowed_special="all") == hf.encode(text).ids

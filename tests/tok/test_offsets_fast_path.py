@@ -86,10 +86,11 @@ def _spm(name: str):
 
 
 def _family(name: str):
-    from tests.support.families import family_doc
-    from tinyllm.tok.load import tokenizer_from_document
+    from tests.support.families import family_tokenizer
 
-    return tokenizer_from_document(family_doc(name))
+    tok, warned = family_tokenizer(name)  # built once per session, shared with the other family tests
+    assert not warned, f"{name}: {warned}"
+    return tok
 
 
 MAKERS = {
