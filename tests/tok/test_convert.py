@@ -38,11 +38,14 @@ def test_converted_tiktoken_gives_tiktokens_ids_through_hugging_face(tmp_path, n
     written = convert(FILES[name], tmp_path)
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     official = _tiktoken(name, OFFICIAL_CL100K if name == "cl100k" else PATTERNS[name])
-    lines = shared_corpus_lines(every=3)
+    # Only the written document depends on the mode (the ranks and merges derived in Rust or in
+    # Python); HF and tiktoken do the encoding: pure-Python mode checks it on every 12th line.
+    step = 3 if _native.core is not None else 12
+    lines = shared_corpus_lines(every=step)
     expected = official.encode_ordinary_batch(lines)
     got = [e.ids for e in hf.encode_batch_fast(lines, add_special_tokens=False)]
     mismatches = [k for k, (a, b) in enumerate(zip(expected, got)) if a != b]
-    assert len(lines) > 70_000 and not mismatches, f"{len(mismatches)} lines differ, first {mismatches[:3]}"
+    assert len(lines) > 210_000 // step and not mismatches, f"{len(mismatches)} lines differ, first {mismatches[:3]}"
     assert written.encode(lines[0]) == expected[0]
     config = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
