@@ -12,7 +12,6 @@ model's but every stage runs exactly as in the real file, at a realistic vocabul
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from pathlib import Path
@@ -61,9 +60,38 @@ def _base(vocab: str) -> str:
 
 
 def family_doc(name: str) -> dict:
-    """The tokenizer.json document of family `name` (one of FAMILIES)."""
+    """The tokenizer.json document of family `name` (one of FAMILIES): a fresh copy each call."""
     if name not in FAMILIES:
         raise ValueError(f"family: expected one of {FAMILIES}, found {name!r}")
+    return json.loads(_family_json(name))
+
+
+def family_specials(name: str) -> list[str]:
+    """The contents of family `name`'s added tokens, in id order (without parsing its document)."""
+    if name not in FAMILIES:
+        raise ValueError(f"family: expected one of {FAMILIES}, found {name!r}")
+    return list(_SPECIALS[name])
+
+
+@functools.lru_cache(maxsize=None)
+def family_tokenizer(name: str):
+    """tinyllm's tokenizer of `family_doc(name)`, built once per session (a 200k-vocabulary family
+    takes seconds to build, and several test files use each), and the SlowPathWarnings its
+    construction gave, as messages: a test that requires the engine asserts that tuple is empty.
+    Tests share the object: they must not change it (monkeypatch or copy it)."""
+    import warnings
+
+    from tinyllm import SlowPathWarning
+    from tinyllm.tok.load import tokenizer_from_document
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SlowPathWarning)
+        tok = tokenizer_from_document(family_doc(name))
+    return tok, tuple(str(w.message) for w in caught if issubclass(w.category, SlowPathWarning))
+
+
+@functools.lru_cache(maxsize=None)
+def _family_json(name: str) -> str:
     doc = json.loads(_base(_VOCAB[name]))
     model = doc["model"]
     # The vocabulary's own specials (which leave holes in the ids) give way to the family's, numbered
@@ -96,7 +124,7 @@ def family_doc(name: str) -> dict:
         doc["pre_tokenizer"] = {"type": "Sequence",
                                 "pretokenizers": [_split(p) for p in DEEPSEEK_PATTERNS] + [_byte_level(False)]}
         doc["post_processor"] = None
-    return copy.deepcopy(doc)
+    return json.dumps(doc)
 
 
 def family_file(name: str, directory: Path) -> Path:

@@ -11,7 +11,7 @@ import tiktoken.load
 import tiktoken_ext.openai_public
 import tokenizers
 
-from tests.peers import PRESETS, shared_corpus_lines
+from tests.peers import FIXTURES, PRESETS, shared_corpus_lines
 from tinyllm import _native
 from tinyllm.cli import main
 from tinyllm.tok import load
@@ -38,11 +38,14 @@ def test_converted_tiktoken_gives_tiktokens_ids_through_hugging_face(tmp_path, n
     written = convert(FILES[name], tmp_path)
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     official = _tiktoken(name, OFFICIAL_CL100K if name == "cl100k" else PATTERNS[name])
-    lines = shared_corpus_lines(every=3)
+    # Only the written document depends on the mode (the ranks and merges derived in Rust or in
+    # Python); HF and tiktoken do the encoding: pure-Python mode checks it on every 12th line.
+    step = 3 if _native.core is not None else 12
+    lines = shared_corpus_lines(every=step)
     expected = official.encode_ordinary_batch(lines)
     got = [e.ids for e in hf.encode_batch_fast(lines, add_special_tokens=False)]
     mismatches = [k for k, (a, b) in enumerate(zip(expected, got)) if a != b]
-    assert len(lines) > 70_000 and not mismatches, f"{len(mismatches)} lines differ, first {mismatches[:3]}"
+    assert len(lines) > 210_000 // step and not mismatches, f"{len(mismatches)} lines differ, first {mismatches[:3]}"
     assert written.encode(lines[0]) == expected[0]
     config = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
@@ -59,10 +62,12 @@ def test_convert_a_preset_keeps_its_roles(tmp_path):
 
 
 def test_cli_convert(tmp_path, capsys):
-    assert main(["convert", str(FILES["o200k"]), "-o", str(tmp_path / "out"),
-                 "--special-tokens", '{"<|endoftext|>": 199999}']) == 0
-    assert "vocab 200000" in capsys.readouterr().out
-    assert load(tmp_path / "out").special_ids == {"<|endoftext|>": 199999}
+    # The command line on the 50k-rank GPT-2 fixture: converting o200k itself (four times the ranks,
+    # and what took this test 19 s) is test_converted_tiktoken_gives_tiktokens_ids_through_hugging_face's.
+    assert main(["convert", str(FIXTURES / "gpt2.tiktoken"), "-o", str(tmp_path / "out"),
+                 "--special-tokens", '{"<|endoftext|>": 50256}']) == 0
+    assert "vocab 50257" in capsys.readouterr().out
+    assert load(tmp_path / "out").special_ids == {"<|endoftext|>": 50256}
 
 
 @pytest.mark.parametrize("argv, message", [

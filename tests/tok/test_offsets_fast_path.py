@@ -86,10 +86,11 @@ def _spm(name: str):
 
 
 def _family(name: str):
-    from tests.support.families import family_doc
-    from tinyllm.tok.load import tokenizer_from_document
+    from tests.support.families import family_tokenizer
 
-    return tokenizer_from_document(family_doc(name))
+    tok, warned = family_tokenizer(name)  # built once per session, shared with the other family tests
+    assert not warned, f"{name}: {warned}"
+    return tok
 
 
 MAKERS = {
@@ -125,7 +126,13 @@ MAKERS = {
 def tokenizer(name: str):
     with warnings.catch_warnings():
         warnings.simplefilter("error", SlowPathWarning)  # every one of these must get its engine
-        return MAKERS[name]()
+        tok = MAKERS[name]()
+    # encode_structured stamps every result with the tokenizer's semantic hash, computed once per
+    # object and cached in its __dict__; computed here, the copies each check makes (`_spied`,
+    # `use_reference`) share it instead of re-hashing the whole vocabulary (seconds at 200k) twice
+    # per example. No field compared below depends on it.
+    assert len(tok.semantic_hash) == 64
+    return tok
 
 
 # -- the texts -------------------------------------------------------------------------------------

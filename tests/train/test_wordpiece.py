@@ -230,12 +230,15 @@ def test_training_is_deterministic_whatever_the_file_order_and_threads(tmp_path)
     script = ("import sys; from pathlib import Path; from tinyllm.tok import WordPieceTokenizer; "
               "WordPieceTokenizer.train([Path(p) for p in sys.argv[2:]], 900).save(sys.argv[1])")
     outputs = []
-    for threads in ("1", "2", "4"):
+    # RAYON_NUM_THREADS reaches only the Rust trainer; under TINYLLM_PURE_PYTHON=1 the three fresh
+    # processes re-ran the same single-threaded reference (25 s). There, one fresh process (another
+    # hash seed, which the reference's dicts and sets could feel) still has to give the same bytes.
+    for threads in (("1", "2", "4") if core is not None else ("1",)):
         out = tmp_path / f"t{threads}"
         subprocess.run([sys.executable, "-c", script, str(out), *map(str, paths)], check=True,
                        capture_output=True, env=dict(os.environ, RAYON_NUM_THREADS=threads))
         outputs.append((out / "tokenizer.json").read_bytes())
-    assert outputs[0] == outputs[1] == outputs[2] == (tmp_path / "a" / "tokenizer.json").read_bytes()
+    assert all(out == (tmp_path / "a" / "tokenizer.json").read_bytes() for out in outputs)
 
 
 def test_hf_loads_the_trained_tokenizer_and_encodes_identically(tmp_path):

@@ -3,6 +3,7 @@
 import pytest
 
 from tests.peers import fixture_lines, hf, ours, shared_corpus_lines, tiktoken_gpt2
+from tests.support.rust import PURE_PYTHON
 from tests.support.stress import stress_strings
 
 NAMES = ["gpt2", "smollm2", "gpt-4o-o200k"]
@@ -41,7 +42,9 @@ def test_ids_and_decodes_equal_hf_on_stress_strings(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_ids_equal_hf_on_shared_corpora_sample(name):
-    _assert_same(name, shared_corpus_lines(every=7))
+    # Pure-Python mode runs the reference's merge loop on every line: every 28th line there (8k
+    # lines, every corpus file) instead of every 7th (51 s for the three files).
+    _assert_same(name, shared_corpus_lines(every=7 if not PURE_PYTHON else 28))
 
 
 def test_gpt2_splits_the_known_traps_exactly():

@@ -73,7 +73,9 @@ def test_ids_and_decodes_equal_hf_on_stress_strings(add_special):
 
 
 def test_ids_equal_hf_on_a_slice_of_the_shared_corpora():
-    assert_same_as_hf("bert-base-uncased", shared_corpus_lines(every=7), True)
+    # Pure-Python mode runs the reference's BertNormalizer and greedy WordPiece per line: every 28th
+    # line there (8k lines, every corpus file) instead of every 7th (20 s).
+    assert_same_as_hf("bert-base-uncased", shared_corpus_lines(every=7 if not PURE_PYTHON else 28), True)
 
 
 def test_trap_inputs():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from tinyllm.tok.stages.pre_tokenizers import (BEHAVIORS, CharDelimiterSplit, Punctuation, Sequence, Split,
                                                UnicodeScripts, Whitespace)
@@ -80,6 +80,9 @@ def hf_split(kind, pattern, behavior, invert):
 @pytest.mark.parametrize("invert", [False, True])
 # known_to_both: the `regex` module's \p{L} knows letters newer than Oniguruma's tables (see
 # docs/contract.md); those are the reference's documented difference, not the split logic's.
+# 90 combinations: 50 texts of up to 20 characters from a dozen traps each (4500 in all) reach every
+# empty match, run and edge of these one-line patterns; the profile's 200 each took 50 s.
+@settings(max_examples=50)
 @given(text=st.lists(split_chars, max_size=20).map("".join).map(known_to_both))
 def test_split_equals_hf(kind, pattern, behavior, invert, text):
     ours = Split(pattern, kind == "Regex", behavior, invert)
