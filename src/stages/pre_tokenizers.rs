@@ -80,14 +80,13 @@ static ASCII_CLASS: [u8; 256] = {
 /// piece goes on.
 #[inline(always)]
 fn ascii_run_end(bytes: &[u8], i: usize, class: u8) -> usize {
-    let i = match class {
+    let mut i = match class {
         LETTER => ascii_runs::letters_end(bytes, i, true, true),
         NUMBER => ascii_runs::digits_end(bytes, i),
         SPACE => ascii_runs::spaces_end(bytes, i),
         _ => ascii_runs::others_end(bytes, i),
     };
     // Within eight bytes of the end the helpers stop; the table finishes the run.
-    let mut i = i;
     while i < bytes.len() && ASCII_CLASS[bytes[i] as usize] == class {
         i += 1;
     }
