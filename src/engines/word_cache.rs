@@ -51,32 +51,39 @@ struct Line {
 const _: () = assert!(std::mem::size_of::<Line>() == 64);
 
 impl Line {
+    /// The line's byte `offset` as a pointer of the whole line's provenance: a long entry's ids
+    /// and key words run over several fields.
+    #[inline]
+    fn at<T>(&self, offset: usize) -> *const T {
+        // SAFETY: callers pass the offset of a field; the result stays inside the line.
+        unsafe { (self as *const Line as *const u8).add(offset) as *const T }
+    }
+
     /// The ids of the first slot, or of a long entry (`LONG_IDS` of them: `ids0` and `key1`).
     #[inline]
     fn long_ids(&self) -> *const u32 {
-        self.ids0.as_ptr()
+        self.at(std::mem::offset_of!(Line, ids0))
     }
 
     /// A long entry's last two key words (where `meta1` and `ids1` are).
     #[inline]
     fn long_tail(&self) -> [u64; 2] {
         // SAFETY: repr(C): `meta1` and `ids1` are the line's last 16 bytes, 8-byte aligned.
-        unsafe { std::ptr::read(std::ptr::addr_of!(self.meta1) as *const [u64; 2]) }
+        unsafe { std::ptr::read(self.at::<[u64; 2]>(std::mem::offset_of!(Line, meta1))) }
     }
 
     #[inline]
     fn set_long(&mut self, words: [u64; 4], len: usize, ids: &[u32]) {
         self.key0 = [words[0], words[1]];
         self.meta0 = ids.len() as u32 | (len as u32) << 8 | LONG;
-        // SAFETY: `ids0` and `key1` are 28 contiguous bytes (repr(C)), room for LONG_IDS ids;
+        let base = self as *mut Line as *mut u8;
+        // SAFETY: repr(C): `ids0` and `key1` are 28 contiguous bytes, room for LONG_IDS ids;
         // `meta1` and `ids1` the last 16 bytes of the line, 8-byte aligned.
         unsafe {
-            let at = std::ptr::addr_of_mut!(self.ids0) as *mut u32;
+            let at = base.add(std::mem::offset_of!(Line, ids0)) as *mut u32;
             std::ptr::copy_nonoverlapping(ids.as_ptr(), at, ids.len());
-            std::ptr::write(
-                std::ptr::addr_of_mut!(self.meta1) as *mut [u64; 2],
-                [words[2], words[3]],
-            );
+            let tail = base.add(std::mem::offset_of!(Line, meta1)) as *mut [u64; 2];
+            std::ptr::write(tail, [words[2], words[3]]);
         }
     }
 }
