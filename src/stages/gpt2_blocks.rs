@@ -124,17 +124,18 @@ mod sse2 {
     #[inline]
     pub(super) unsafe fn starts(w: &[u8]) -> Result<u64, usize> {
         let here = masks(&w[..64]);
-        let next = masks(&w[1..65]);
         if here.non_ascii != 0 {
             return Err(here.non_ascii.trailing_zeros() as usize + 1);
         }
-        // Only the last byte of `next` is new; then the one after it.
-        if next.non_ascii != 0 {
+        if w[64] >= 0x80 {
             return Err(65);
         }
         if w[65] >= 0x80 {
             return Err(66);
         }
+        // Whether the byte after each one is whitespace: the block's own mask moved down one,
+        // and the byte after the block.
+        let next_space = (here.space >> 1) | (u64::from(matches!(w[64], 0x09..=0x0D | b' ')) << 63);
         let other = !(here.letter | here.digit | here.space);
         let run_start = |m: u64| m & !(m << 1);
         let mut starts = run_start(here.letter)
@@ -142,7 +143,7 @@ mod sse2 {
             | run_start(here.space)
             | run_start(other)
             | 1;
-        let space_end = here.space & !next.space;
+        let space_end = here.space & !next_space;
         // `\s+(?!\S)` gives back the last character of a run of two or more.
         starts |= space_end & (here.space << 1);
         // A plain space before a non-space joins the piece after it.
