@@ -147,8 +147,10 @@ def test_deepseek_sequence_equals_the_python_reference(text):
 @pytest.mark.parametrize("name", FAMILIES)
 def test_family_pipelines_equal_hf_on_the_shared_corpora(name, monkeypatch):
     doc = family_doc(name)
-    # Every 4th line of every corpus (Qwen2's NFC normalizer may still run on the Python reference:
-    # every 40th there); benches/bench_pretokenize.py compares the whole corpora.
+    # Every 4th line of every corpus; every 40th for Qwen2, a slice kept from when its NFC normalizer
+    # ran on the Python reference (it runs on the engine now, and tests/tok/test_families.py and
+    # test_nfc_pipelines.py compare it with HF on the corpora too); benches/bench_pretokenize.py
+    # compares the whole corpora.
     lines = shared_corpus_lines(every=40 if name == "qwen2" else 4)
     ours, _ = family_tokenizer(name)  # built once per session (tests.support.families)
     theirs = tokenizers.Tokenizer.from_str(json.dumps(doc))
