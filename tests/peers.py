@@ -102,6 +102,21 @@ def fixture_lines() -> list[str]:
     return (FIXTURES / "code_slice.txt").read_text(encoding="utf-8").splitlines(keepends=True)
 
 
+def shared_corpus_documents(size: int = 2000, every: int = 1) -> list[str]:
+    """Every `every`-th run of whole lines of at least `size` characters, over every shared corpus
+    file: texts long enough for the 64-byte block scanners, cut where an application would."""
+    docs, current, length = [], [], 0
+    for line in shared_corpus_lines():
+        current.append(line)
+        length += len(line)
+        if length >= size:
+            docs.append("".join(current))
+            current, length = [], 0
+    if current:
+        docs.append("".join(current))
+    return docs[::every]
+
+
 def shared_corpus_lines(every: int = 1) -> list[str]:
     """Every `every`-th line of every shared corpus file (see require_shared)."""
     corpora = require_shared(SHARED / "corpora")

@@ -16,8 +16,8 @@ use fancy_regex::Regex;
 use serde_json::Value;
 
 use crate::spec::Spec;
+use crate::stages::blocks;
 use crate::stages::char_splits::{behavior_field, CharSplit};
-use crate::stages::gpt2_blocks;
 use crate::stages::scanners::Scanner;
 use crate::text::ascii_runs;
 use crate::text::unicode_class::{class_of, LETTER, NUMBER, SPACE};
@@ -181,33 +181,18 @@ pub fn gpt2_piece_end_general(s: &str, i: usize) -> usize {
 }
 
 /// Call `f(start, end)` for each GPT-2 piece of `s`, in order: 64 bytes at a time where the text
-/// is plain ASCII ([`gpt2_blocks`]), one piece at a time elsewhere.
+/// is plain ASCII ([`blocks::gpt2`]), one piece at a time elsewhere.
 pub fn gpt2_split(s: &str, mut f: impl FnMut(usize, usize)) {
-    let bytes = s.as_bytes();
-    let (mut i, mut blocks_from) = (0, 0);
-    while i < s.len() {
-        if i >= blocks_from {
-            match gpt2_blocks::block_starts(bytes, i) {
-                // The pieces up to the block's last start are final; the last one may go on.
-                Ok(starts) if starts > 1 => {
-                    let (mut rest, mut start) = (starts & !1, i);
-                    while rest != 0 {
-                        let next = i + rest.trailing_zeros() as usize;
-                        f(start, next);
-                        start = next;
-                        rest &= rest - 1;
-                    }
-                    i = start;
-                    continue;
-                }
-                Ok(_) => {}
-                Err(skip) => blocks_from = i.saturating_add(skip),
-            }
-        }
-        let end = gpt2_piece_end(s, i);
-        f(i, end);
-        i = end;
-    }
+    let done: Result<(), std::convert::Infallible> = blocks::for_each_piece(
+        s.as_bytes(),
+        blocks::gpt2::block_starts,
+        |i| gpt2_piece_end(s, i),
+        |a, b| {
+            f(a, b);
+            Ok(())
+        },
+    );
+    let Ok(()) = done;
 }
 
 /// Hugging Face's SplitDelimiterBehavior.
@@ -1028,69 +1013,8 @@ mod tests {
 
     #[test]
     fn gpt2_blocks_give_the_pieces_of_the_general_scanner() {
-        // Long texts, mostly ASCII, dense in what the block masks correct for: runs of spaces
-        // and other whitespace, contractions (and near misses), digits, punctuation; now and
-        // then a non-ASCII character, so that blocks and single pieces take turns.
-        const WORDS: &[&str] = &[
-            "a",
-            "Zq",
-            "the",
-            "don't",
-            "I'm",
-            "we're",
-            "it'll",
-            "you've",
-            "'d",
-            "'s",
-            "'t",
-            "'S",
-            "'rx",
-            "'l",
-            "''",
-            "x'",
-            " ",
-            " ",
-            "  ",
-            "   ",
-            "\t",
-            "\n",
-            "\r\n",
-            "\u{0b}",
-            "\u{0c}",
-            "\u{1c}",
-            "12",
-            "7",
-            "3.14",
-            "!",
-            "...",
-            "(",
-            ")",
-            "-",
-            "\u{7f}",
-            "\u{0}",
-            "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnop",
-            "é",
-            "\u{a0}",
-            "\u{85}",
-            "日本",
-            "’s",
-        ];
-        let mut state = 0x0123_4567_89AB_CDEFu64;
         let mut blocks = 0;
-        for round in 0..6000 {
-            let mut text = String::new();
-            while text.len() < 70 + round % 200 {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                // Non-ASCII words (the last few) only one time in eight.
-                let span = if state % 8 == 0 {
-                    WORDS.len()
-                } else {
-                    WORDS.len() - 5
-                };
-                text.push_str(WORDS[(state >> 8) as usize % span]);
-            }
+        for text in blocks::mixed_texts(6000) {
             let mut expected = Vec::new();
             let mut i = 0;
             while i < text.len() {
@@ -1101,7 +1025,7 @@ mod tests {
             let mut got = Vec::new();
             gpt2_split(&text, |a, b| got.push((a, b)));
             assert_eq!(got, expected, "{text:?}");
-            blocks += usize::from(gpt2_blocks::block_starts(text.as_bytes(), 0).is_ok());
+            blocks += usize::from(blocks::gpt2::block_starts(text.as_bytes(), 0).is_ok());
         }
         assert!(
             blocks > 1000,

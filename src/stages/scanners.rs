@@ -32,6 +32,7 @@
 //! assert_eq!(pieces, ["I", "'LL", " pay", " ", "123", "45", " ", " now", "\n\n"]);
 //! ```
 
+use crate::stages::blocks;
 use crate::stages::scan_classes::{
     classes, Classes, LETTER, LOWERISH, MARK, NUMBER, PUNCT_SYMBOL, SPACE, UPPERISH,
 };
@@ -305,6 +306,15 @@ impl Scanner {
             s: s.as_bytes(),
             t: classes(),
         };
+        if let Family::Tiktoken { max_digits, .. } = self.family {
+            // Every character starts or continues a match: no gaps to skip.
+            return blocks::for_each_piece(
+                text.s,
+                |bytes, pos| blocks::tiktoken::block_starts(bytes, pos, max_digits),
+                |i| self.match_at(&text, i).unwrap_or(i + text.at(i).2),
+                f,
+            );
+        }
         let mut i = 0;
         while i < s.len() {
             match self.match_at(&text, i) {
@@ -534,6 +544,51 @@ fn deepseek_words(t: &Text<'_>, i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiktoken_blocks_give_the_pieces_of_the_piece_scanner() {
+        for (pattern, name) in [
+            (LLAMA3, "llama3"),
+            (QWEN2, "qwen2"),
+            (CL100K, "cl100k"),
+            (CL100K_TIKTOKEN, "cl100k-tiktoken"),
+        ] {
+            let scanner = Scanner::recognise(pattern).unwrap();
+            let mut blocks = 0;
+            for text in crate::stages::blocks::mixed_texts(4000) {
+                let t = Text {
+                    s: text.as_bytes(),
+                    t: classes(),
+                };
+                let mut expected = Vec::new();
+                let mut i = 0;
+                while i < text.len() {
+                    let end = scanner.match_at(&t, i).unwrap();
+                    expected.push((i, end));
+                    i = end;
+                }
+                let mut got = Vec::new();
+                scanner
+                    .for_each_match(&text, |a, b| -> Result<(), ()> {
+                        got.push((a, b));
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(got, expected, "{name}: {text:?}");
+                let Family::Tiktoken { max_digits, .. } = scanner.family else {
+                    unreachable!()
+                };
+                blocks += usize::from(
+                    crate::stages::blocks::tiktoken::block_starts(text.as_bytes(), 0, max_digits)
+                        .is_ok_and(|s| s > 1),
+                );
+            }
+            assert!(
+                blocks > 800,
+                "{name}: only {blocks} texts began with a readable block"
+            );
+        }
+    }
 
     fn pieces<'a>(pattern: &str, s: &'a str) -> Vec<&'a str> {
         let scanner = Scanner::recognise(pattern).expect("a known pattern");

@@ -20,7 +20,7 @@ from tinyllm.tok.stages.pre_tokenizers import BEHAVIORS, ByteLevel, Sequence, Sp
 
 from tinyllm.tok.text.byte_alphabet import token_string
 
-from tests.peers import SHARED, require_shared, shared_corpus_lines
+from tests.peers import SHARED, require_shared, shared_corpus_documents, shared_corpus_lines
 from tests.strategies import known_to_both, script_chars
 from tests.support.families import FAMILIES, family_doc, family_tokenizer
 from tests.support.rust import core, count_engine_calls, needs_rust
@@ -99,6 +99,18 @@ def test_scanner_equals_hf_on_stress_strings(name):
     pre, _ = pre_tokenizer_of(name)
     spec, theirs = json.dumps(pre), hf_pre_tokenizer(pre)
     for text in stress_strings(1500, seed=7):
+        expected = [p for p, _ in theirs.pre_tokenize_str(text)]
+        assert [token_string(p) for p in core.pre_tokenize(spec, text)] == expected, f"{name}: {text!r}"
+
+
+@needs_rust
+@pytest.mark.parametrize("name", NAMES)
+def test_scanner_equals_hf_on_whole_corpus_documents(name):
+    """2,000-character documents: long ASCII stretches go through the 64-byte block readers
+    (`src/stages/blocks/`), and blocks, whitespace runs and pieces cross each other's ends."""
+    pre, _ = pre_tokenizer_of(name)
+    spec, theirs = json.dumps(pre), hf_pre_tokenizer(pre)
+    for text in shared_corpus_documents(every=6):
         expected = [p for p, _ in theirs.pre_tokenize_str(text)]
         assert [token_string(p) for p in core.pre_tokenize(spec, text)] == expected, f"{name}: {text!r}"
 

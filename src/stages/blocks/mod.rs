@@ -1,0 +1,133 @@
+//! Piece starts of Split patterns read 64 plain-ASCII bytes at a time, from bit masks of the
+//! bytes' classes ([`crate::text::ascii_masks`]), for the patterns whose pieces follow from the
+//! classes of a byte and of its neighbours: [`gpt2`] (GPT-2, r50k) and [`tiktoken`] (Llama-3,
+//! Qwen2, cl100k).
+//!
+//! A scanner that finds one piece per call pays, for each piece, a mispredicted branch on what
+//! kind of piece comes next; a block's starts cost a few dozen mask operations for 64 bytes.
+//! Blocks with a non-ASCII byte go to the piece-at-a-time scanners, which stay the definition:
+//! tests hold each block reader equal to them on random texts.
+
+pub mod gpt2;
+pub mod tiktoken;
+
+/// Call `f(start, end)` for each piece of `bytes`, in order: from blocks where `block` reads them
+/// (`block(bytes, pos)` gives the starts of the 64 bytes from a piece start `pos`, or `Err(n)`
+/// when no block before `pos + n` can be read), one at a time with `piece_end(start)` elsewhere.
+///
+/// The pieces of a block up to its last start are final; the last one may go on, and the next
+/// block starts there.
+#[inline(always)]
+pub fn for_each_piece<E>(
+    bytes: &[u8],
+    block: impl Fn(&[u8], usize) -> Result<u64, usize>,
+    piece_end: impl Fn(usize) -> usize,
+    mut f: impl FnMut(usize, usize) -> Result<(), E>,
+) -> Result<(), E> {
+    let (mut i, mut blocks_from) = (0, 0);
+    while i < bytes.len() {
+        if i >= blocks_from {
+            match block(bytes, i) {
+                Ok(starts) if starts > 1 => {
+                    let (mut rest, mut start) = (starts & !1, i);
+                    while rest != 0 {
+                        let next = i + rest.trailing_zeros() as usize;
+                        f(start, next)?;
+                        start = next;
+                        rest &= rest - 1;
+                    }
+                    i = start;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(skip) => blocks_from = i.saturating_add(skip),
+            }
+        }
+        let end = piece_end(i);
+        f(i, end)?;
+        i = end;
+    }
+    Ok(())
+}
+
+/// Long texts, mostly ASCII, dense in what the block masks correct for: runs of spaces and other
+/// whitespace with and without CR/LF, contractions in both cases (and near misses), symbols before
+/// letters, digit runs, punctuation; now and then a non-ASCII character, so that blocks and single
+/// pieces take turns. Deterministic.
+#[cfg(test)]
+pub(crate) fn mixed_texts(count: usize) -> impl Iterator<Item = String> {
+    const WORDS: &[&str] = &[
+        "a",
+        "Zq",
+        "the",
+        "don't",
+        "I'm",
+        "we're",
+        "it'll",
+        "you've",
+        "'d",
+        "'s",
+        "'t",
+        "'S",
+        "'LL",
+        "'Re",
+        "'vE",
+        "'D",
+        "'rx",
+        "'l",
+        "''",
+        "x'",
+        "'hello",
+        "(a",
+        "\"Q",
+        " (",
+        " ",
+        " ",
+        "  ",
+        "   ",
+        "\t",
+        "\n",
+        "\r\n",
+        " \n",
+        "\n ",
+        ".\n",
+        "\n\n",
+        "\u{0b}",
+        "\u{0c}",
+        "\u{1c}",
+        "12",
+        "7",
+        "3.14",
+        "1234567",
+        "!",
+        "...",
+        "(",
+        ")",
+        "-",
+        "\u{7f}",
+        "\u{0}",
+        "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnop",
+        "é",
+        "\u{a0}",
+        "\u{85}",
+        "日本",
+        "’s",
+    ];
+    let mut state = 0x0123_4567_89AB_CDEFu64;
+    (0..count).map(move |round| {
+        let mut text = String::new();
+        while text.len() < 70 + round % 200 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Non-ASCII words (the last five) only one time in eight.
+            let span = if state % 8 == 0 {
+                WORDS.len()
+            } else {
+                WORDS.len() - 5
+            };
+            text.push_str(WORDS[(state >> 8) as usize % span]);
+        }
+        text
+    })
+}
