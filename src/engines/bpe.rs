@@ -164,7 +164,7 @@ impl<'a> Ahead<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, buf: &[u8], start: usize, end: usize) {
         let Some(key) = Key::at(buf, start, end) else {
             self.finish();
@@ -182,11 +182,17 @@ impl<'a> Ahead<'a> {
         self.len += 1;
     }
 
-    #[inline]
+    #[inline(always)]
     fn encode(&mut self, key: &Key) {
-        if self.cache.extend(key, self.out) {
-            return;
+        if !self.cache.extend(key, self.out) {
+            self.miss(key);
         }
+    }
+
+    /// A piece the cache does not hold: encode it and remember it. Kept out of line so that the
+    /// hit path, nearly every piece, stays small.
+    #[inline(never)]
+    fn miss(&mut self, key: &Key) {
         let mut buf = [0u8; MAX_KEY];
         let n = key.bytes(&mut buf);
         let start = self.out.len();

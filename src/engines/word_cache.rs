@@ -127,13 +127,33 @@ fn key_words(piece: &[u8]) -> [u64; 4] {
     words
 }
 
+/// `KEY_MASKS[n]`: the masks that keep the first `n` bytes of four little-endian words.
+static KEY_MASKS: [[u64; 4]; MAX_KEY + 1] = {
+    let mut table = [[0u64; 4]; MAX_KEY + 1];
+    let mut n = 0;
+    while n <= MAX_KEY {
+        let mut k = 0;
+        while k < 4 {
+            let kept = n.saturating_sub(8 * k);
+            table[n][k] = if kept >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * kept)) - 1
+            };
+            k += 1;
+        }
+        n += 1;
+    }
+    table
+};
+
 /// A piece ready for the cache: its words, length and line. Computed ahead of the lookup, so
 /// the line can be fetched while earlier pieces are encoded.
 #[derive(Clone, Copy, Default)]
 pub struct Key {
     words: [u64; 4],
-    len: usize,
-    index: usize,
+    len: u32,
+    index: u32,
 }
 
 impl Key {
@@ -152,7 +172,7 @@ impl Key {
     /// [`MAX_KEY`] bytes from `start` lie inside `buf`: four whole words are read and the bytes
     /// past the piece masked off. Piece lengths vary from one piece to the next, so branches on
     /// them are mispredicted.
-    #[inline]
+    #[inline(always)]
     pub fn at(buf: &[u8], start: usize, end: usize) -> Option<Key> {
         let n = end - start;
         if n > MAX_KEY {
@@ -161,16 +181,15 @@ impl Key {
         let Some(window) = buf.get(start..start + MAX_KEY) else {
             return Key::of(&buf[start..end]);
         };
+        let mask = &KEY_MASKS[n];
         let mut words = [0u64; 4];
         for (k, word) in words.iter_mut().enumerate() {
-            let kept = n.saturating_sub(8 * k).min(8);
-            let mask = ((1u128 << (8 * kept)) - 1) as u64;
-            *word = u64::from_le_bytes(window[8 * k..8 * k + 8].try_into().unwrap()) & mask;
+            *word = u64::from_le_bytes(window[8 * k..8 * k + 8].try_into().unwrap()) & mask[k];
         }
         Some(Key::from_words(words, n))
     }
 
-    #[inline]
+    #[inline(always)]
     fn from_words(words: [u64; 4], len: usize) -> Key {
         let h = (words[0] ^ len as u64).wrapping_mul(0xA076_1D64_78BD_642F)
             ^ words[1].wrapping_mul(0xE703_7ED1_A0B4_28DB).rotate_left(17)
@@ -178,7 +197,11 @@ impl Key {
         // The top bits of a product depend on every input bit.
         let index =
             (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - LINES.trailing_zeros())) as usize;
-        Key { words, len, index }
+        Key {
+            words,
+            len: len as u32,
+            index: index as u32,
+        }
     }
 
     /// The piece's bytes, rebuilt from the words (the inverse of `key_words`).
@@ -186,11 +209,11 @@ impl Key {
         for (k, word) in self.words.iter().enumerate() {
             buf[8 * k..8 * k + 8].copy_from_slice(&word.to_le_bytes());
         }
-        self.len
+        self.len as usize
     }
 
     /// Whether the first slot (or the long entry) of `line` holds this piece.
-    #[inline]
+    #[inline(always)]
     fn in_first(&self, line: &Line) -> bool {
         let w = self.words;
         let long = line.meta0 & LONG != 0;
@@ -198,18 +221,18 @@ impl Key {
         // A short slot holds only pieces of at most 16 bytes, whose last two words are zero.
         (line.key0[0] == w[0])
             & (line.key0[1] == w[1])
-            & ((line.meta0 >> 8) & 0xff == self.len as u32)
+            & ((line.meta0 >> 8) & 0xff == self.len)
             & (!long | ((tail[0] == w[2]) & (tail[1] == w[3])))
     }
 
     /// Whether the second slot of `line` holds this piece (never in a long entry's line).
-    #[inline]
+    #[inline(always)]
     fn in_second(&self, line: &Line) -> bool {
         let w = self.words;
         (line.meta0 & LONG == 0)
             & (line.key1[0] == w[0])
             & (line.key1[1] == w[1])
-            & ((line.meta1 >> 8) & 0xff == self.len as u32)
+            & ((line.meta1 >> 8) & 0xff == self.len)
     }
 }
 
@@ -254,17 +277,17 @@ impl WordCache {
     }
 
     /// Start fetching the line of `key` into the CPU cache (see [`Key`]).
-    #[inline]
+    #[inline(always)]
     pub fn prefetch(&self, key: &Key) {
-        if let Some(line) = self.lines.get(key.index) {
+        if let Some(line) = self.lines.get(key.index as usize) {
             prefetch(line);
         }
     }
 
     /// Append the cached ids of the piece of `key` to `out`; false on a miss.
-    #[inline]
+    #[inline(always)]
     pub fn extend(&self, key: &Key, out: &mut Vec<u32>) -> bool {
-        let Some(line) = self.lines.get(key.index) else {
+        let Some(line) = self.lines.get(key.index as usize) else {
             return false;
         };
         out.reserve(LONG_IDS);
@@ -298,9 +321,9 @@ impl WordCache {
         if self.lines.is_empty() {
             self.lines = vec![Line::default(); LINES];
         }
-        let line = &mut self.lines[key.index];
-        if key.len > SHORT_KEY || ids.len() > SHORT_IDS {
-            line.set_long(key.words, key.len, ids);
+        let line = &mut self.lines[key.index as usize];
+        if key.len as usize > SHORT_KEY || ids.len() > SHORT_IDS {
+            line.set_long(key.words, key.len as usize, ids);
             return;
         }
         if line.meta0 & LONG != 0 {
@@ -309,7 +332,7 @@ impl WordCache {
             (line.key1, line.meta1, line.ids1) = (line.key0, line.meta0, line.ids0);
         }
         line.key0 = [key.words[0], key.words[1]];
-        line.meta0 = ids.len() as u32 | (key.len as u32) << 8;
+        line.meta0 = ids.len() as u32 | key.len << 8;
         line.ids0[..ids.len()].copy_from_slice(ids);
     }
 }
