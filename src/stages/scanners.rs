@@ -306,14 +306,26 @@ impl Scanner {
             s: s.as_bytes(),
             t: classes(),
         };
-        if let Family::Tiktoken { max_digits, .. } = self.family {
-            // Every character starts or continues a match: no gaps to skip.
-            return blocks::for_each_piece(
-                text.s,
-                |bytes, pos| blocks::tiktoken::block_starts(bytes, pos, max_digits),
-                |i| self.match_at(&text, i).unwrap_or(i + text.at(i).2),
-                f,
-            );
+        // Every character starts or continues a match of these: no gaps to skip.
+        let piece_end = |i| self.match_at(&text, i).unwrap_or(i + text.at(i).2);
+        match self.family {
+            Family::Tiktoken { max_digits, .. } => {
+                return blocks::for_each_piece(
+                    text.s,
+                    |bytes, pos| blocks::tiktoken::block_starts(bytes, pos, max_digits),
+                    piece_end,
+                    f,
+                )
+            }
+            Family::O200k => {
+                return blocks::for_each_piece(
+                    text.s,
+                    blocks::tiktoken::o200k_block_starts,
+                    piece_end,
+                    f,
+                )
+            }
+            _ => {}
         }
         let mut i = 0;
         while i < s.len() {
@@ -546,12 +558,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tiktoken_blocks_give_the_pieces_of_the_piece_scanner() {
+    fn tiktoken_and_o200k_blocks_give_the_pieces_of_the_piece_scanner() {
         for (pattern, name) in [
             (LLAMA3, "llama3"),
             (QWEN2, "qwen2"),
             (CL100K, "cl100k"),
             (CL100K_TIKTOKEN, "cl100k-tiktoken"),
+            (O200K, "o200k"),
         ] {
             let scanner = Scanner::recognise(pattern).unwrap();
             let mut blocks = 0;
@@ -575,13 +588,14 @@ mod tests {
                     })
                     .unwrap();
                 assert_eq!(got, expected, "{name}: {text:?}");
-                let Family::Tiktoken { max_digits, .. } = scanner.family else {
-                    unreachable!()
+                let bytes = text.as_bytes();
+                let block = match scanner.family {
+                    Family::Tiktoken { max_digits, .. } => {
+                        crate::stages::blocks::tiktoken::block_starts(bytes, 0, max_digits)
+                    }
+                    _ => crate::stages::blocks::tiktoken::o200k_block_starts(bytes, 0),
                 };
-                blocks += usize::from(
-                    crate::stages::blocks::tiktoken::block_starts(text.as_bytes(), 0, max_digits)
-                        .is_ok_and(|s| s > 1),
-                );
+                blocks += usize::from(block.is_ok_and(|s| s > 1));
             }
             assert!(
                 blocks > 800,

@@ -22,6 +22,8 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Masks {
     pub letter: u64,
+    /// `A-Z` (the other letters are lowercase).
+    pub upper: u64,
     pub digit: u64,
     /// `\s` in ASCII: U+0009-U+000D and the space.
     pub space: u64,
@@ -107,6 +109,7 @@ mod sse2 {
     pub(super) unsafe fn masks(s: &[u8]) -> Masks {
         let mut m = Masks {
             letter: 0,
+            upper: 0,
             digit: 0,
             space: 0,
             blank: 0,
@@ -119,6 +122,7 @@ mod sse2 {
             let shift = 16 * k;
             let blank = equal(v, b' ');
             m.letter |= bits(between(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a', b'z')) << shift;
+            m.upper |= bits(between(v, b'A', b'Z')) << shift;
             m.digit |= bits(between(v, b'0', b'9')) << shift;
             m.space |= bits(_mm_or_si128(between(v, 0x09, 0x0D), blank)) << shift;
             m.blank |= bits(blank) << shift;
@@ -159,6 +163,7 @@ mod tests {
                 let class = table.of_ascii(b);
                 let bit = |mask: u64| mask >> k & 1 == 1;
                 assert_eq!(bit(m.letter), class & LETTER != 0, "byte {b:#x}");
+                assert_eq!(bit(m.upper), b.is_ascii_uppercase(), "byte {b:#x}");
                 assert_eq!(bit(m.digit), class & NUMBER != 0, "byte {b:#x}");
                 assert_eq!(bit(m.space), class & SPACE != 0, "byte {b:#x}");
                 assert_eq!(bit(m.space), is_space(b), "byte {b:#x}");

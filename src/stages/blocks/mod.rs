@@ -1,7 +1,7 @@
 //! Piece starts of Split patterns read 64 plain-ASCII bytes at a time, from bit masks of the
 //! bytes' classes ([`crate::text::ascii_masks`]), for the patterns whose pieces follow from the
 //! classes of a byte and of its neighbours: [`gpt2`] (GPT-2, r50k) and [`tiktoken`] (Llama-3,
-//! Qwen2, cl100k).
+//! Qwen2, cl100k, o200k).
 //!
 //! A scanner that finds one piece per call pays, for each piece, a mispredicted branch on what
 //! kind of piece comes next; a block's starts cost a few dozen mask operations for 64 bytes.

@@ -1,15 +1,15 @@
-//! Llama-3, Qwen2 and cl100k piece starts for 64 ASCII bytes at a time.
+//! Llama-3, Qwen2, cl100k and o200k piece starts for 64 ASCII bytes at a time.
 //!
-//! The pattern (Qwen2 has `\p{N}` where the others have `\p{N}{1,3}`):
+//! The Llama-3 pattern (Qwen2 has `\p{N}` where the others have `\p{N}{1,3}`):
 //!
 //! ```text
 //! (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
 //! |\s*[\r\n]+|\s+(?!\S)|\s+
 //! ```
 //!
-//! As in [`super::gpt2`], the pieces of a plain-ASCII block are read off bit masks
-//! of its classes (letters L, digits N, whitespace S, CR/LF, symbols P = the rest): a piece starts
-//! where a run of L, N or P starts, where whitespace starts, and then
+//! As in [`super::gpt2`], the pieces of a plain-ASCII block are read off bit masks of its classes
+//! (letters L, digits N, whitespace S, CR/LF, symbols P = the rest): a piece starts where a run
+//! of L, N or P starts, where whitespace starts, and then
 //!
 //! * **whitespace**: the last character of a whitespace run always starts a piece unless it is
 //!   CR or LF (it is a run of one, or the one `\s+(?!\S)` gives back), and it joins the letters
@@ -24,6 +24,20 @@
 //! * **digits** come in groups of at most `max_digits`, counted from the start of their run.
 //!
 //! For example `"It's  (fine)\n\n 42"` is `["It", "'s", " ", " (", "fine", ")\n\n", " ", "42"]`.
+//!
+//! o200k's pattern differs in three places, all handled here too:
+//!
+//! ```text
+//! [^\r\n\p{L}\p{N}]?[UP]*[LO]+(?i:'s|...)?|[^\r\n\p{L}\p{N}]?[UP]+[LO]*(?i:'s|...)?|\p{N}{1,3}
+//! | ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//! ```
+//!
+//! * in ASCII a letter piece is a run of capitals then a run of small letters, so a piece also
+//!   starts at a capital after a small letter (`"helloWorld"` is `"hello"`, `"World"`);
+//! * contractions are only suffixes of a letter piece (`"don't"` is one piece, `"'s"` at a piece
+//!   start is a symbol joining its letters);
+//! * `[\r\n/]*` after symbols also takes a `/` after their CR/LF; such a stretch (and a suffix
+//!   right after a suffix, as in `"it's's"`) is left to the piece-at-a-time scanner.
 //!
 //! A block is read only when it and the two bytes after it are ASCII. The starts are exact for
 //! every byte of the block except inside a whitespace run that goes on past it (where its last
@@ -44,7 +58,7 @@ pub fn block_starts(bytes: &[u8], pos: usize, max_digits: usize) -> Result<u64, 
         let Some(window) = bytes.get(pos..pos + 66) else {
             return Err(usize::MAX);
         };
-        starts(window, max_digits)
+        starts::<false>(window, max_digits)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -53,10 +67,29 @@ pub fn block_starts(bytes: &[u8], pos: usize, max_digits: usize) -> Result<u64, 
     }
 }
 
-/// See [`block_starts`]; `w` is the block and the two bytes after it.
+/// [`block_starts`] for o200k's pattern (digits by three). `Err(n)` also when the block holds a
+/// stretch left to the piece scanner (see the module's notes); `n` then passes it.
+#[inline]
+pub fn o200k_block_starts(bytes: &[u8], pos: usize) -> Result<u64, usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let Some(window) = bytes.get(pos..pos + 66) else {
+            return Err(usize::MAX);
+        };
+        starts::<true>(window, 3)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (bytes, pos);
+        Err(usize::MAX)
+    }
+}
+
+/// See [`block_starts`] (`O200K`: [`o200k_block_starts`]); `w` is the block and the two bytes
+/// after it.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn starts(w: &[u8], max_digits: usize) -> Result<u64, usize> {
+fn starts<const O200K: bool>(w: &[u8], max_digits: usize) -> Result<u64, usize> {
     let m = Masks::of(w);
     if m.non_ascii != 0 {
         return Err(m.non_ascii.trailing_zeros() as usize + 1);
@@ -81,24 +114,46 @@ fn starts(w: &[u8], max_digits: usize) -> Result<u64, usize> {
     let last_space = run_ends(space, is_space(after)) & !m.newline;
     let space_joins_letters = last_space & next_letter;
     let space_joins_symbols = last_space & m.blank & next_symbol;
-    // A run of symbols starts a piece unless a space began it.
-    let symbols = run_starts(symbol) & !(space_joins_symbols << 1);
-    let (short, long) = if m.apostrophe & symbols != 0 {
-        let folded = |set: &[u8], by: usize| any_of(&w[by..by + 64], set);
+    let folded = |set: &[u8], by: usize| any_of(&w[by..by + 64], set);
+    let contraction = || {
         let short = folded(b"sStTmMdD", 1);
         let long = (folded(b"rRvV", 1) & folded(b"eE", 2)) | (folded(b"lL", 1) & folded(b"lL", 2));
-        (
-            m.apostrophe & symbols & short,
-            m.apostrophe & symbols & long,
-        )
+        (m.apostrophe & short, m.apostrophe & long)
+    };
+    // o200k: a contraction right after letters ends their piece.
+    let (suffix_short, suffix_long) = if O200K && m.apostrophe & (letter << 1) != 0 {
+        let (short, long) = contraction();
+        let after_letter = letter << 1;
+        let (short, long) = (short & after_letter, long & after_letter);
+        let chained = (short | long) & ((short << 2) | (long << 3));
+        if chained != 0 {
+            return Err(chained.trailing_zeros() as usize + 1);
+        }
+        (short, long)
     } else {
         (0, 0)
+    };
+    // A run of symbols starts a piece unless a space began it (or, in o200k, it is a suffix).
+    let symbols = run_starts(symbol) & !(space_joins_symbols << 1) & !(suffix_short | suffix_long);
+    // Llama-3: a contraction where an apostrophe starts a piece.
+    let (short, long) = if !O200K && m.apostrophe & symbols != 0 {
+        let (short, long) = contraction();
+        (short & symbols, long & symbols)
+    } else {
+        (suffix_short, suffix_long)
     };
     let symbol_joins_letters = symbols & next_letter & !(short | long);
     // CR/LF right after a symbol belong to the symbols' piece: fill each such run from its first
     // byte (the carry of the addition runs through the run and stops after it).
     let seeds = (symbol << 1) & m.newline;
     let taken = (m.newline.wrapping_add(seeds) ^ m.newline) & m.newline;
+    if O200K && taken != 0 {
+        // `[\r\n/]*` would go on over a `/` after them.
+        let slash_after = (taken << 1) & !m.newline & folded(b"/", 0);
+        if slash_after != 0 {
+            return Err(slash_after.trailing_zeros() as usize + 1);
+        }
+    }
     let rest = space & !taken;
 
     let mut starts = (run_starts(letter) & !((space_joins_letters | symbol_joins_letters) << 1))
@@ -107,7 +162,13 @@ fn starts(w: &[u8], max_digits: usize) -> Result<u64, usize> {
         | last_space
         | digit_starts(m.digit, max_digits)
         | 1;
-    starts &= !((short << 1) | (long << 1));
+    if O200K {
+        // A capital after a small letter.
+        starts |= m.upper & ((letter & !m.upper) << 1);
+    }
+    // Inside a contraction no piece starts (not even o200k's capital after a small letter, as
+    // in `'vE`); after it one does.
+    starts &= !((short << 1) | (long << 1) | (long << 2));
     starts |= (short << 2) | (long << 3);
 
     // `\s*[\r\n]+`: a piece starts after the last CR/LF of a whitespace run (unless the run ends
@@ -162,6 +223,15 @@ mod tests {
     fn pieces(text: &str, max_digits: usize) -> Vec<&str> {
         let padded = format!("{text}{}", "x".repeat(80));
         let starts = block_starts(padded.as_bytes(), 0, max_digits).unwrap();
+        cut(text, starts)
+    }
+
+    fn o200k_pieces(text: &str) -> Result<Vec<&str>, usize> {
+        let padded = format!("{text}{}", "x".repeat(80));
+        Ok(cut(text, o200k_block_starts(padded.as_bytes(), 0)?))
+    }
+
+    fn cut(text: &str, starts: u64) -> Vec<&str> {
         let mut at: Vec<usize> = (0..64).filter(|k| starts >> k & 1 == 1).collect();
         at.retain(|&k| k < text.len());
         at.push(text.len());
@@ -174,6 +244,31 @@ mod tests {
             pieces("It's  (fine)\n\n 42 ", 3),
             ["It", "'s", " ", " (", "fine", ")\n\n", " ", "42", " "]
         );
+    }
+
+    #[test]
+    fn o200k_capitals_suffixes_and_slashes() {
+        assert_eq!(
+            o200k_pieces("helloWorld HTTPServer don'T 's(x ").unwrap(),
+            [
+                "hello",
+                "World",
+                " HTTPServer",
+                " don'T",
+                " '",
+                "s",
+                "(x",
+                " "
+            ]
+        );
+        // `[\r\n/]*` after symbols takes a slash after their newline; a suffix right after a
+        // suffix: both left to the piece scanner.
+        assert_eq!(o200k_pieces("ab;\n// c"), Err(5));
+        assert_eq!(
+            o200k_pieces("ab;\n  // c").unwrap(),
+            ["ab", ";\n", " ", " //", " c"]
+        );
+        assert_eq!(o200k_pieces("it's's"), Err(5));
     }
 
     #[test]
