@@ -7,13 +7,16 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use std::sync::Arc;
+
 use crate::models::spm_pieces::{Finisher, SpmPieces, UNUSED, USER_DEFINED};
 use crate::spec::Spec;
 use crate::stages::spm_normalizer::PrefixMatcher;
 use crate::Error;
 
 pub struct SpmBpeModel {
-    pub pieces: SpmPieces,
+    /// Shared with the Python model of a file the core read (`_core.SpmPieces`).
+    pub pieces: Arc<SpmPieces>,
     matcher: PrefixMatcher,
     has_unused: bool,
 }
@@ -95,7 +98,8 @@ impl SpmBpeModel {
         Ok(Self::from_pieces(SpmPieces::from_spec(spec)?))
     }
 
-    pub fn from_pieces(pieces: SpmPieces) -> Self {
+    pub fn from_pieces(pieces: impl Into<Arc<SpmPieces>>) -> Self {
+        let pieces: Arc<SpmPieces> = pieces.into();
         let user: Vec<String> = pieces
             .texts
             .iter()

@@ -114,16 +114,7 @@ impl SpmPieces {
                 made.unk_id = id;
             }
             if kind == BYTE && byte_fallback {
-                let b = text
-                    .strip_prefix("<0x")
-                    .and_then(|t| t.strip_suffix('>'))
-                    .filter(|h| {
-                        h.len() == 2
-                            && h.bytes()
-                                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase())
-                    })
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
+                let b = byte_of_piece(&text).ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
                 byte_ids[b as usize] = id;
             }
             made.texts.push(text);
@@ -145,6 +136,74 @@ impl SpmPieces {
         Ok(made)
     }
 
+    /// The pieces as the Python reader (`tinyllm.tok.models.spm_pieces.SpmPieces`) accepts them,
+    /// from columns in id order (types as the file holds them): None for anything it refuses
+    /// (an empty piece, a type outside 1..=6, a score that is not finite, a piece defined twice
+    /// among the vocabulary or among the reserved pieces, no UNKNOWN piece or two, a BYTE piece
+    /// without `byte_fallback` or that is not `<0x00>`..`<0xFF>`, `byte_fallback` without all 256),
+    /// so that it reads them again and words the error.
+    pub fn strict<'a>(
+        texts: impl ExactSizeIterator<Item = &'a str>,
+        scores: &[f32],
+        types: &[i32],
+        byte_fallback: bool,
+    ) -> Option<Self> {
+        let n = texts.len();
+        if scores.len() != n || types.len() != n {
+            return None;
+        }
+        let mut made = SpmPieces {
+            texts: Vec::with_capacity(n),
+            scores: scores.to_vec(),
+            types: Vec::with_capacity(n),
+            normal: FxHashMap::default(),
+            reserved: FxHashMap::default(),
+            unk_id: u32::MAX,
+            byte_ids: None,
+        };
+        made.normal.reserve(n);
+        let mut byte_ids = vec![u32::MAX; 256];
+        for (i, ((text, &score), &kind)) in texts.zip(scores).zip(types).enumerate() {
+            let id = u32::try_from(i).ok()?;
+            if text.is_empty() || !(1..=6).contains(&kind) || !score.is_finite() {
+                return None;
+            }
+            let kind = kind as u32;
+            let table = if matches!(kind, NORMAL | USER_DEFINED | UNUSED) {
+                &mut made.normal
+            } else {
+                &mut made.reserved
+            };
+            if table.insert(text.to_owned(), id).is_some() {
+                return None;
+            }
+            if kind == UNKNOWN {
+                if made.unk_id != u32::MAX {
+                    return None;
+                }
+                made.unk_id = id;
+            }
+            if kind == BYTE {
+                if !byte_fallback {
+                    return None;
+                }
+                byte_ids[byte_of_piece(text)? as usize] = id;
+            }
+            made.texts.push(text.to_owned());
+            made.types.push(kind);
+        }
+        if made.unk_id == u32::MAX {
+            return None;
+        }
+        if byte_fallback {
+            if byte_ids.contains(&u32::MAX) {
+                return None;
+            }
+            made.byte_ids = Some(byte_ids);
+        }
+        Some(made)
+    }
+
     pub fn max_id(&self) -> u32 {
         self.texts.len().saturating_sub(1) as u32
     }
@@ -157,6 +216,18 @@ impl SpmPieces {
             .copied()
             .unwrap_or(self.unk_id)
     }
+}
+
+/// The byte of a BYTE piece's text: `<0x41>` -> 0x41 (upper-case hex, as sentencepiece writes it).
+fn byte_of_piece(text: &str) -> Option<u8> {
+    text.strip_prefix("<0x")
+        .and_then(|t| t.strip_suffix('>'))
+        .filter(|h| {
+            h.len() == 2
+                && h.bytes()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase())
+        })
+        .and_then(|h| u8::from_str_radix(h, 16).ok())
 }
 
 /// Collects the (text, id) tokens of a model and applies sentencepiece's unknown handling.

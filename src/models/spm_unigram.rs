@@ -5,6 +5,8 @@
 //! `min_score - 10`. Ties keep the earliest-starting last piece. The Python reference is
 //! `tinyllm.tok.models.spm_unigram`.
 
+use std::sync::Arc;
+
 use crate::models::spm_pieces::{Finisher, SpmPieces, NORMAL, USER_DEFINED};
 use crate::spec::Spec;
 use crate::Error;
@@ -12,7 +14,8 @@ use crate::Error;
 const USER_DEFINED_UNIT: f32 = 0.1;
 
 pub struct SpmUnigramModel {
-    pub pieces: SpmPieces,
+    /// Shared with the Python model of a file the core read (`_core.SpmPieces`).
+    pub pieces: Arc<SpmPieces>,
     /// per id, the score a lattice candidate adds (a double: exact f32 for NORMAL pieces; NaN for
     /// the pieces not in the lattice: UNUSED and reserved ones). Lattice pieces are looked up in
     /// `pieces.normal`, which holds them all (and the UNUSED ones).
@@ -26,7 +29,8 @@ impl SpmUnigramModel {
         Ok(Self::from_pieces(SpmPieces::from_spec(spec)?))
     }
 
-    pub fn from_pieces(pieces: SpmPieces) -> Self {
+    pub fn from_pieces(pieces: impl Into<Arc<SpmPieces>>) -> Self {
+        let pieces: Arc<SpmPieces> = pieces.into();
         let min_score = pieces
             .scores
             .iter()

@@ -19,7 +19,7 @@ use crate::models::spm_bpe::SpmBpeModel;
 use crate::models::spm_pieces::SpmPieces;
 use crate::models::spm_unigram::SpmUnigramModel;
 use crate::models::unigram::UnigramModel;
-use crate::py::formats::PyBpeTables;
+use crate::py::formats::{PyBpeTables, PySpmPieces};
 use crate::py::id_lists::IdLists;
 use crate::py::parse_json;
 use crate::py::stages::text_stages;
@@ -375,6 +375,31 @@ engine_pymethods!(PyTextEngine {
         added: Vec<(String, u32)>,
     ) -> PyResult<Self> {
         let pieces = py.detach(|| SpmPieces::new("pieces", texts, &scores, &types, byte_fallback))?;
+        let max_id = pieces.max_id();
+        let model = match model_type {
+            "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),
+            "SentencePieceUnigram" => Model::SpmUnigram(Box::new(SpmUnigramModel::from_pieces(pieces))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "model_type: expected \"SentencePieceBPE\" or \"SentencePieceUnigram\", found {other:?}"
+                )))
+            }
+        };
+        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
+    }
+
+    /// A SentencePiece engine over checked pieces the Python model shares (`SpmPieceTable.pieces`):
+    /// `model_type` is "SentencePieceBPE" or "SentencePieceUnigram"; the rest as for the
+    /// constructor.
+    #[staticmethod]
+    fn from_spm_table(
+        model_type: &str,
+        pieces: &Bound<'_, PySpmPieces>,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let pieces = pieces.get().inner.clone();
         let max_id = pieces.max_id();
         let model = match model_type {
             "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),

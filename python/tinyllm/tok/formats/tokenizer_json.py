@@ -49,7 +49,6 @@ from tinyllm.tok.formats import schema_check as schemas
 from tinyllm.tok.models.bpe import BPEModel
 from tinyllm.tok.stages import bert, decoders, normalizers, pre_tokenizers, processors
 from tinyllm.tok.stages.added_tokens import AddedToken
-from tinyllm.tok.stages.precompiled import Precompiled
 
 TOP_LEVEL = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
              "post_processor", "decoder", "model")
@@ -218,6 +217,8 @@ class _Reader:
             if not isinstance(charsmap, str):
                 raise self.error(f"{path}.precompiled_charsmap", f"expected a base64 string, found {_show(charsmap)}")
             try:
+                from tinyllm.tok.stages.precompiled import Precompiled  # only for a file that has one
+
                 return Precompiled.from_base64(charsmap)
             except ValueError as e:
                 raise self.error(f"{path}.precompiled_charsmap", str(e)) from None
