@@ -76,7 +76,7 @@ fn add_pair<'t>(
     if l.frozen || r.frozen {
         return;
     }
-    let Some(&id) = p.normal.get(&text[l.start..r.end]) else {
+    let Some(id) = p.normal_id(&text[l.start..r.end]) else {
         return;
     };
     agenda.push(Pair {
@@ -100,12 +100,9 @@ impl SpmBpeModel {
 
     pub fn from_pieces(pieces: impl Into<Arc<SpmPieces>>) -> Self {
         let pieces: Arc<SpmPieces> = pieces.into();
-        let user: Vec<String> = pieces
-            .texts
-            .iter()
-            .zip(&pieces.types)
+        let user: Vec<String> = (pieces.texts().zip(&pieces.types))
             .filter(|(_, &t)| t == USER_DEFINED)
-            .map(|(p, _)| p.clone())
+            .map(|(p, _)| p.to_owned())
             .collect();
         let has_unused = pieces.types.contains(&UNUSED);
         SpmBpeModel {

@@ -15,15 +15,119 @@ pub const UNUSED: u32 = 5;
 pub const BYTE: u32 = 6;
 
 pub struct SpmPieces {
-    pub texts: Vec<String>,
+    /// Every piece's text, one after the other in id order; `ends[i]` is where piece i's ends.
+    text: String,
+    ends: Vec<u32>,
     pub scores: Vec<f32>,
     pub types: Vec<u32>,
     /// NORMAL, USER_DEFINED and UNUSED pieces: what text can be segmented into.
-    pub normal: FxHashMap<String, u32>,
+    normal: PieceIndex,
     /// UNKNOWN, CONTROL and BYTE pieces (looked up first, as sentencepiece's PieceToId).
-    pub reserved: FxHashMap<String, u32>,
+    reserved: PieceIndex,
     pub unk_id: u32,
     pub byte_ids: Option<Vec<u32>>,
+}
+
+/// Text -> id over the pieces' own text: each piece is found by a 64-bit hash of its text and
+/// the text compared in place, so the index holds no copy of the texts (a quarter of a million
+/// pieces are two small allocations each otherwise). A text whose hash an earlier piece has
+/// goes to `clash` (all but never).
+#[derive(Default)]
+struct PieceIndex {
+    first: FxHashMap<u64, u32>,
+    clash: FxHashMap<Box<str>, u32>,
+}
+
+#[inline]
+fn text_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    text.hash(&mut h);
+    h.finish()
+}
+
+impl PieceIndex {
+    #[inline]
+    fn get(&self, pieces: &SpmPieces, text: &str) -> Option<u32> {
+        match self.first.get(&text_hash(text)) {
+            None => None,
+            Some(&id) if pieces.text(id) == text => Some(id),
+            Some(_) => self.clash.get(text).copied(),
+        }
+    }
+}
+
+impl SpmPieces {
+    fn empty(n: usize) -> Self {
+        SpmPieces {
+            text: String::new(),
+            ends: Vec::with_capacity(n),
+            scores: Vec::with_capacity(n),
+            types: Vec::with_capacity(n),
+            normal: PieceIndex::default(),
+            reserved: PieceIndex::default(),
+            unk_id: u32::MAX,
+            byte_ids: None,
+        }
+    }
+
+    /// Append piece `text` (id: the number of pieces so far) to the texts and to the index of its
+    /// type; false when that index already holds the text.
+    fn push(&mut self, text: &str, kind: u32) -> bool {
+        let id = self.ends.len() as u32;
+        let h = text_hash(text);
+        let normal = matches!(kind, NORMAL | USER_DEFINED | UNUSED);
+        let index = if normal { &self.normal } else { &self.reserved };
+        let clash = match index.first.get(&h) {
+            None => false,
+            Some(&other) if self.text(other) == text => return false,
+            Some(_) if index.clash.contains_key(text) => return false,
+            Some(_) => true,
+        };
+        self.text.push_str(text);
+        self.ends.push(self.text.len() as u32);
+        self.types.push(kind);
+        let index = if normal { &mut self.normal } else { &mut self.reserved };
+        if clash {
+            index.clash.insert(text.into(), id);
+        } else {
+            index.first.insert(h, id);
+        }
+        true
+    }
+
+    /// The text of piece `id`.
+    #[inline]
+    pub fn text(&self, id: u32) -> &str {
+        let i = id as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    /// Every piece's text, in id order.
+    pub fn texts(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.ends.len() as u32).map(|id| self.text(id))
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The id of a NORMAL, USER_DEFINED or UNUSED piece.
+    #[inline]
+    pub fn normal_id(&self, text: &str) -> Option<u32> {
+        self.normal.get(self, text)
+    }
+
+    /// The id of an UNKNOWN, CONTROL or BYTE piece.
+    #[inline]
+    pub fn reserved_id(&self, text: &str) -> Option<u32> {
+        self.reserved.get(self, text)
+    }
 }
 
 impl SpmPieces {
@@ -83,16 +187,9 @@ impl SpmPieces {
                 ),
             ));
         }
-        let mut made = SpmPieces {
-            texts: Vec::with_capacity(n),
-            scores: Vec::with_capacity(n),
-            types: Vec::with_capacity(n),
-            normal: FxHashMap::default(),
-            reserved: FxHashMap::default(),
-            unk_id: u32::MAX,
-            byte_ids: None,
-        };
-        made.normal.reserve(n);
+        let mut made = SpmPieces::empty(n);
+        made.text.reserve(texts.iter().map(String::len).sum());
+        made.normal.first.reserve(n);
         let mut byte_ids = vec![u32::MAX; 256];
         for (i, ((text, &score), &kind)) in texts.into_iter().zip(scores).zip(types).enumerate() {
             let id = u32::try_from(i).map_err(|_| bad(i, "more than 2^32 pieces".into()))?;
@@ -102,12 +199,7 @@ impl SpmPieces {
                     format!("{text:?} with type {kind} and score {score}"),
                 ));
             }
-            let table = if matches!(kind, NORMAL | USER_DEFINED | UNUSED) {
-                &mut made.normal
-            } else {
-                &mut made.reserved
-            };
-            if table.insert(text.clone(), id).is_some() {
+            if !made.push(&text, kind) {
                 return Err(bad(i, format!("{text:?}, defined twice")));
             }
             if kind == UNKNOWN {
@@ -117,9 +209,7 @@ impl SpmPieces {
                 let b = byte_of_piece(&text).ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
                 byte_ids[b as usize] = id;
             }
-            made.texts.push(text);
             made.scores.push(score as f32);
-            made.types.push(kind);
         }
         if made.unk_id == u32::MAX {
             return Err(bad(0, "no UNKNOWN piece".into()));
@@ -152,16 +242,9 @@ impl SpmPieces {
         if scores.len() != n || types.len() != n {
             return None;
         }
-        let mut made = SpmPieces {
-            texts: Vec::with_capacity(n),
-            scores: scores.to_vec(),
-            types: Vec::with_capacity(n),
-            normal: FxHashMap::default(),
-            reserved: FxHashMap::default(),
-            unk_id: u32::MAX,
-            byte_ids: None,
-        };
-        made.normal.reserve(n);
+        let mut made = SpmPieces::empty(n);
+        made.scores = scores.to_vec();
+        made.normal.first.reserve(n);
         let mut byte_ids = vec![u32::MAX; 256];
         for (i, ((text, &score), &kind)) in texts.zip(scores).zip(types).enumerate() {
             let id = u32::try_from(i).ok()?;
@@ -169,12 +252,7 @@ impl SpmPieces {
                 return None;
             }
             let kind = kind as u32;
-            let table = if matches!(kind, NORMAL | USER_DEFINED | UNUSED) {
-                &mut made.normal
-            } else {
-                &mut made.reserved
-            };
-            if table.insert(text.to_owned(), id).is_some() {
+            if !made.push(text, kind) {
                 return None;
             }
             if kind == UNKNOWN {
@@ -189,8 +267,6 @@ impl SpmPieces {
                 }
                 byte_ids[byte_of_piece(text)? as usize] = id;
             }
-            made.texts.push(text.to_owned());
-            made.types.push(kind);
         }
         if made.unk_id == u32::MAX {
             return None;
@@ -205,15 +281,13 @@ impl SpmPieces {
     }
 
     pub fn max_id(&self) -> u32 {
-        self.texts.len().saturating_sub(1) as u32
+        self.ends.len().saturating_sub(1) as u32
     }
 
     #[inline]
     pub fn piece_to_id(&self, text: &str) -> u32 {
-        self.reserved
-            .get(text)
-            .or_else(|| self.normal.get(text))
-            .copied()
+        (self.reserved_id(text))
+            .or_else(|| self.normal_id(text))
             .unwrap_or(self.unk_id)
     }
 }

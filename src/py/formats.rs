@@ -182,7 +182,7 @@ impl PySpmPieces {
     /// The id of the piece `text` (reserved pieces first, as sentencepiece's PieceToId), or None.
     fn token_id(&self, text: &str) -> Option<u32> {
         let p = &self.inner;
-        p.reserved.get(text).or_else(|| p.normal.get(text)).copied()
+        p.reserved_id(text).or_else(|| p.normal_id(text))
     }
 
     /// `token_id`, or the unknown id.

@@ -21,7 +21,6 @@ from tinyllm import _native
 from tinyllm._io import atomic_write_json
 from tinyllm._record import record
 from tinyllm.tok.encoded import COORDINATES, EncodedSequence, check_structured_options, truncate
-from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
@@ -553,6 +552,8 @@ class PipelineTokenizer(TokenizerBase):
         path = Path(dir)
         directory = path if path.is_dir() else None
         file = path / cls.FILE_NAME if directory else path
+        from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json  # a .model loads without it
+
         parts = read_tokenizer_json(file)
         if parts.model.type != cls.MODEL_TYPE:
             expected = f'"{cls.MODEL_TYPE}"' if cls.MODEL_TYPE else "none: use tinyllm.tok.load, which picks the class"
