@@ -2,8 +2,8 @@
 //! (unknown pieces fused, or split into BYTE pieces with byte_fallback). The Python reference is
 //! `tinyllm.tok.models.spm_pieces`.
 
-use rustc_hash::FxHashMap;
 
+use crate::models::text_index::TextIndex;
 use crate::spec::Spec;
 use crate::Error;
 
@@ -21,40 +21,11 @@ pub struct SpmPieces {
     pub scores: Vec<f32>,
     pub types: Vec<u32>,
     /// NORMAL, USER_DEFINED and UNUSED pieces: what text can be segmented into.
-    normal: PieceIndex,
+    normal: TextIndex,
     /// UNKNOWN, CONTROL and BYTE pieces (looked up first, as sentencepiece's PieceToId).
-    reserved: PieceIndex,
+    reserved: TextIndex,
     pub unk_id: u32,
     pub byte_ids: Option<Vec<u32>>,
-}
-
-/// Text -> id over the pieces' own text: each piece is found by a 64-bit hash of its text and
-/// the text compared in place, so the index holds no copy of the texts (a quarter of a million
-/// pieces are two small allocations each otherwise). A text whose hash an earlier piece has
-/// goes to `clash` (all but never).
-#[derive(Default)]
-struct PieceIndex {
-    first: FxHashMap<u64, u32>,
-    clash: FxHashMap<Box<str>, u32>,
-}
-
-#[inline]
-fn text_hash(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    text.hash(&mut h);
-    h.finish()
-}
-
-impl PieceIndex {
-    #[inline]
-    fn get(&self, pieces: &SpmPieces, text: &str) -> Option<u32> {
-        match self.first.get(&text_hash(text)) {
-            None => None,
-            Some(&id) if pieces.text(id) == text => Some(id),
-            Some(_) => self.clash.get(text).copied(),
-        }
-    }
 }
 
 impl SpmPieces {
@@ -64,8 +35,8 @@ impl SpmPieces {
             ends: Vec::with_capacity(n),
             scores: Vec::with_capacity(n),
             types: Vec::with_capacity(n),
-            normal: PieceIndex::default(),
-            reserved: PieceIndex::default(),
+            normal: TextIndex::default(),
+            reserved: TextIndex::default(),
             unk_id: u32::MAX,
             byte_ids: None,
         }
@@ -75,33 +46,23 @@ impl SpmPieces {
     /// type; false when that index already holds the text.
     fn push(&mut self, text: &str, kind: u32) -> bool {
         let id = self.ends.len() as u32;
-        let h = text_hash(text);
         let normal = matches!(kind, NORMAL | USER_DEFINED | UNUSED);
-        let index = if normal { &self.normal } else { &self.reserved };
-        let clash = match index.first.get(&h) {
-            None => false,
-            Some(&other) if self.text(other) == text => return false,
-            Some(_) if index.clash.contains_key(text) => return false,
-            Some(_) => true,
-        };
+        let (texts, ends) = (&self.text, &self.ends);
+        let text_of = |v: u32| piece_text(texts, ends, v);
+        let index = if normal { &mut self.normal } else { &mut self.reserved };
+        if index.insert(text, id, text_of).is_err() {
+            return false;
+        }
         self.text.push_str(text);
         self.ends.push(self.text.len() as u32);
         self.types.push(kind);
-        let index = if normal { &mut self.normal } else { &mut self.reserved };
-        if clash {
-            index.clash.insert(text.into(), id);
-        } else {
-            index.first.insert(h, id);
-        }
         true
     }
 
     /// The text of piece `id`.
     #[inline]
     pub fn text(&self, id: u32) -> &str {
-        let i = id as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.text[start..self.ends[i] as usize]
+        piece_text(&self.text, &self.ends, id)
     }
 
     /// Every piece's text, in id order.
@@ -120,13 +81,13 @@ impl SpmPieces {
     /// The id of a NORMAL, USER_DEFINED or UNUSED piece.
     #[inline]
     pub fn normal_id(&self, text: &str) -> Option<u32> {
-        self.normal.get(self, text)
+        self.normal.get(text, |v| self.text(v))
     }
 
     /// The id of an UNKNOWN, CONTROL or BYTE piece.
     #[inline]
     pub fn reserved_id(&self, text: &str) -> Option<u32> {
-        self.reserved.get(self, text)
+        self.reserved.get(text, |v| self.text(v))
     }
 }
 
@@ -189,7 +150,7 @@ impl SpmPieces {
         }
         let mut made = SpmPieces::empty(n);
         made.text.reserve(texts.iter().map(String::len).sum());
-        made.normal.first.reserve(n);
+        made.normal = TextIndex::with_capacity(n);
         let mut byte_ids = vec![u32::MAX; 256];
         for (i, ((text, &score), &kind)) in texts.into_iter().zip(scores).zip(types).enumerate() {
             let id = u32::try_from(i).map_err(|_| bad(i, "more than 2^32 pieces".into()))?;
@@ -244,7 +205,7 @@ impl SpmPieces {
         }
         let mut made = SpmPieces::empty(n);
         made.scores = scores.to_vec();
-        made.normal.first.reserve(n);
+        made.normal = TextIndex::with_capacity(n);
         let mut byte_ids = vec![u32::MAX; 256];
         for (i, ((text, &score), &kind)) in texts.zip(scores).zip(types).enumerate() {
             let id = u32::try_from(i).ok()?;
@@ -290,6 +251,14 @@ impl SpmPieces {
             .or_else(|| self.normal_id(text))
             .unwrap_or(self.unk_id)
     }
+}
+
+/// The text of piece `id` in the pieces' buffer.
+#[inline]
+fn piece_text<'t>(text: &'t str, ends: &[u32], id: u32) -> &'t str {
+    let i = id as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &text[start..ends[i] as usize]
 }
 
 /// The byte of a BYTE piece's text: `<0x41>` -> 0x41 (upper-case hex, as sentencepiece writes it).
