@@ -2,7 +2,6 @@
 //! (unknown pieces fused, or split into BYTE pieces with byte_fallback). The Python reference is
 //! `tinyllm.tok.models.spm_pieces`.
 
-
 use crate::models::text_index::TextIndex;
 use crate::spec::Spec;
 use crate::Error;
@@ -49,7 +48,11 @@ impl SpmPieces {
         let normal = matches!(kind, NORMAL | USER_DEFINED | UNUSED);
         let (texts, ends) = (&self.text, &self.ends);
         let text_of = |v: u32| piece_text(texts, ends, v);
-        let index = if normal { &mut self.normal } else { &mut self.reserved };
+        let index = if normal {
+            &mut self.normal
+        } else {
+            &mut self.reserved
+        };
         if index.insert(text, id, text_of).is_err() {
             return false;
         }
@@ -167,7 +170,8 @@ impl SpmPieces {
                 made.unk_id = id;
             }
             if kind == BYTE && byte_fallback {
-                let b = byte_of_piece(&text).ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
+                let b =
+                    byte_of_piece(&text).ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
                 byte_ids[b as usize] = id;
             }
             made.scores.push(score as f32);

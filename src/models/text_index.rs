@@ -42,7 +42,12 @@ impl TextIndex {
 
     /// Add `text` with `value`, unless it is there already: then its value is returned as the
     /// error and nothing changes.
-    pub fn insert<'t>(&mut self, text: &str, value: u32, text_of: impl Fn(u32) -> &'t str) -> Result<(), u32> {
+    pub fn insert<'t>(
+        &mut self,
+        text: &str,
+        value: u32,
+        text_of: impl Fn(u32) -> &'t str,
+    ) -> Result<(), u32> {
         let h = text_hash(text);
         match self.first.get(&h) {
             None => {

@@ -160,7 +160,9 @@ impl WordPieceModel {
             .collect();
         let continuation = vocab
             .iter()
-            .filter_map(|(t, id)| (t.as_ref().strip_prefix(prefix)).map(|rest| (rest.as_bytes(), *id)))
+            .filter_map(|(t, id)| {
+                (t.as_ref().strip_prefix(prefix)).map(|rest| (rest.as_bytes(), *id))
+            })
             .filter(|(rest, _)| !rest.is_empty())
             .collect();
         Ok(WordPieceModel {

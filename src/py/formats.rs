@@ -11,8 +11,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::formats::bpe_tables::BpeTables;
 use crate::formats::json_spans::find_big_spans;
 use crate::formats::spm_proto::{read_pieces, ModelPieces, Value};
-use crate::models::spm_pieces::SpmPieces;
 use crate::formats::unigram_pieces;
+use crate::models::spm_pieces::SpmPieces;
 
 /// `(texts, scores, types, others, error)` of the serialized ModelProto `data`: the pieces as
 /// three lists in id order, the other known top-level fields as `(number, wire_type, value,
@@ -60,23 +60,27 @@ pub(super) fn read_spm_table<'py>(
     data: &[u8],
     r#where: &str,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (read, table) = py.detach(|| {
-        let read = read_pieces(data, r#where);
-        let mut text = String::with_capacity(read.texts.iter().map(|r| r.len()).sum());
-        let mut ends = Vec::with_capacity(read.texts.len());
-        for r in &read.texts {
-            text.push_str(std::str::from_utf8(&data[r.clone()]).map_err(|e| format!("{where}: {e}", where = r#where))?);
-            ends.push(text.len());
-        }
-        let table = PySpmPieceTable {
-            text,
-            ends,
-            scores: read.scores.clone(),
-            types: read.types.clone(),
-        };
-        Ok::<_, String>((read, table))
-    })
-    .map_err(PyValueError::new_err)?;
+    let (read, table) = py
+        .detach(|| {
+            let read = read_pieces(data, r#where);
+            let mut text = String::with_capacity(read.texts.iter().map(|r| r.len()).sum());
+            let mut ends = Vec::with_capacity(read.texts.len());
+            for r in &read.texts {
+                text.push_str(
+                    std::str::from_utf8(&data[r.clone()])
+                        .map_err(|e| format!("{where}: {e}", where = r#where))?,
+                );
+                ends.push(text.len());
+            }
+            let table = PySpmPieceTable {
+                text,
+                ends,
+                scores: read.scores.clone(),
+                types: read.types.clone(),
+            };
+            Ok::<_, String>((read, table))
+        })
+        .map_err(PyValueError::new_err)?;
     let others = other_fields(py, data, &read)?;
     PyTuple::new(
         py,
@@ -88,7 +92,11 @@ pub(super) fn read_spm_table<'py>(
     )
 }
 
-fn other_fields<'py>(py: Python<'py>, data: &[u8], read: &ModelPieces) -> PyResult<Bound<'py, PyList>> {
+fn other_fields<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    read: &ModelPieces,
+) -> PyResult<Bound<'py, PyList>> {
     let others = PyList::empty(py);
     for f in &read.others {
         let value = match &f.value {
@@ -152,7 +160,12 @@ impl PySpmPieceTable {
     fn pieces(&self, py: Python<'_>, byte_fallback: bool) -> Option<PySpmPieces> {
         let n = self.ends.len();
         let made = py.detach(|| {
-            SpmPieces::strict((0..n).map(|i| self.piece(i)), &self.scores, &self.types, byte_fallback)
+            SpmPieces::strict(
+                (0..n).map(|i| self.piece(i)),
+                &self.scores,
+                &self.types,
+                byte_fallback,
+            )
         })?;
         Some(PySpmPieces {
             inner: Arc::new(made),

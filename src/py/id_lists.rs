@@ -68,10 +68,7 @@ impl IdLists {
             for (k, &id) in ids.iter().enumerate() {
                 // The ints are spread over a few MB; fetching the ones needed a little later
                 // hides most of the cache misses of the reference-count updates.
-                if let Some(int) = ids
-                    .get(k + 16)
-                    .and_then(|&ahead| ints.get(ahead as usize))
-                {
+                if let Some(int) = ids.get(k + 16).and_then(|&ahead| ints.get(ahead as usize)) {
                     prefetch(int.as_ptr());
                 }
                 let obj = match ints.get(id as usize) {
