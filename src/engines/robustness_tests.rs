@@ -290,7 +290,7 @@ fn bpe_tables_with_wrong_shapes_or_dangling_ids_never_panic() {
     }
     assert!(engine.matcher(&["".to_string()]).is_err());
     assert!(engine.matcher(&["nope".to_string()]).is_err());
-    assert!(WordPieceModel::new(&[], 0, "##", 100).is_err());
+    assert!(WordPieceModel::new::<String>(&[], 0, "##", 100).is_err());
 }
 
 // ---- mutation testing -----------------------------------------------------------------------

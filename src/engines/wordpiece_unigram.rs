@@ -191,9 +191,9 @@ impl Model {
     /// A "WordPiece" (`prefix`, `max_chars`) or "WordLevel" model over a `{token: id}`
     /// vocabulary, and its largest id: what a spec's `vocab` gives, or a vocabulary the core read
     /// itself (`BpeTables::read_vocab`). A WordPiece `unk` must be an id of the vocabulary.
-    pub fn from_vocab(
+    pub fn from_vocab<S: AsRef<str> + Into<String>>(
         model_type: &str,
-        vocab: Vec<(String, u32)>,
+        vocab: Vec<(S, u32)>,
         unk: u32,
         prefix: &str,
         max_chars: usize,
@@ -211,7 +211,10 @@ impl Model {
                 let model = WordPieceModel::new(&vocab, unk, prefix, max_chars)?;
                 Ok((Model::WordPiece(model), max_id))
             }
-            "WordLevel" => Ok((Model::WordLevel(WordLevelModel::new(vocab, unk)?), max_id)),
+            "WordLevel" => {
+                let vocab = vocab.into_iter().map(|(t, id)| (t.into(), id)).collect();
+                Ok((Model::WordLevel(WordLevelModel::new(vocab, unk)?), max_id))
+            }
             other => Err(Error::Field {
                 field: "model_type".into(),
                 expected: "\"WordPiece\" or \"WordLevel\"".into(),

@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use crate::models::text_index::TextIndex;
 use crate::text::base64::base64_digit;
 #[cfg(test)]
 use crate::text::base64::decode_base64;
@@ -31,12 +32,14 @@ const NONE: u32 = u32::MAX;
 
 #[derive(Debug, Default)]
 pub struct BpeTables {
-    /// Vocabulary entries in document order (first position of a repeated token).
-    tokens: Vec<Box<str>>,
-    /// ids[k]: the id of tokens[k].
+    /// The vocabulary's tokens in document order (first position of a repeated token), one
+    /// after the other; ends[k]: where the k-th ends.
+    text: String,
+    ends: Vec<u32>,
+    /// ids[k]: the id of the k-th token.
     ids: Vec<u32>,
-    /// token -> position in `tokens`.
-    index: FxHashMap<Box<str>, u32>,
+    /// token -> its position k (over `text`: no copy of the tokens).
+    index: TextIndex,
     /// by_id[i]: position of id i in `tokens`, NONE for a hole.
     by_id: Vec<u32>,
     /// (left, right, merged) ids of every merge, in file order.
@@ -59,23 +62,13 @@ impl<'de> Visitor<'de> for VocabSeed<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let t = self.0;
-        if let Some(n) = map.size_hint() {
-            t.tokens.reserve(n);
-            t.index.reserve(n);
-        }
         while let Some(BorrowedStr(token)) = map.next_key::<BorrowedStr<'de>>()? {
             let id = map.next_value::<u64>()?;
             if id > MAX_ID {
                 return Err(de::Error::custom("id out of range"));
             }
-            match t.index.get(&*token) {
-                Some(&k) => t.ids[k as usize] = id as u32,
-                None => {
-                    let token: Box<str> = token.into();
-                    t.index.insert(token.clone(), t.tokens.len() as u32);
-                    t.tokens.push(token);
-                    t.ids.push(id as u32);
-                }
+            if let Err(k) = t.push(&token, id as u32) {
+                t.ids[k as usize] = id as u32;
             }
         }
         Ok(())
@@ -220,8 +213,7 @@ impl BpeTables {
         // serde_json cannot tell a map's size: one entry per `:` is a close upper bound (a token
         // with a colon in it is rare), and saves rehashing the index as it grows.
         let entries = vocab_json.iter().filter(|&&b| b == b':').count();
-        t.tokens.reserve(entries);
-        t.index.reserve(entries);
+        t.reserve(entries, vocab_json.len());
         let mut d = serde_json::Deserializer::from_slice(vocab_json);
         VocabSeed(&mut t).deserialize(&mut d).ok()?;
         d.end().ok()?;
@@ -270,17 +262,17 @@ impl BpeTables {
             return None; // a repeated token, or a byte without a rank
         }
         let mut t = BpeTables::default();
-        t.tokens.reserve(spans.len() + specials.len());
+        t.reserve(spans.len() + specials.len(), bytes.len() * 2);
         for s in &spans {
-            t.push(token_string(token(s)).into(), s.2)?;
+            t.push(&token_string(token(s)), s.2).ok()?;
         }
         let mut specials: Vec<&(String, u32)> = specials.iter().collect();
         specials.sort_by_key(|s| s.1);
         for (content, id) in specials {
-            if u64::from(*id) > MAX_ID || t.index.contains_key(content.as_str()) {
+            if u64::from(*id) > MAX_ID {
                 return None;
             }
-            t.push(content.as_str().into(), *id)?;
+            t.push(content, *id).ok()?;
         }
         t.fill_by_id()?;
         // Every split of every token into two ranked parts, in parallel (a quarter of a million
@@ -305,15 +297,28 @@ impl BpeTables {
         Some(t)
     }
 
-    /// Append a new token (None if it is already there).
-    fn push(&mut self, token: Box<str>, id: u32) -> Option<()> {
-        let position = self.tokens.len() as u32;
-        if self.index.insert(token.clone(), position).is_some() {
-            return None;
-        }
-        self.tokens.push(token);
+    /// Room for `n` tokens of about `bytes` bytes in all.
+    fn reserve(&mut self, n: usize, bytes: usize) {
+        self.text.reserve(bytes);
+        self.ends.reserve(n);
+        self.ids.reserve(n);
+        self.index = TextIndex::with_capacity(n);
+    }
+
+    /// Append a new token with `id`; when it is already there, its position is the error.
+    fn push(&mut self, token: &str, id: u32) -> Result<(), u32> {
+        let (text, ends) = (&self.text, &self.ends);
+        (self.index).insert(token, ends.len() as u32, |k| token_at(text, ends, k))?;
+        self.text.push_str(token);
+        self.ends.push(self.text.len() as u32);
         self.ids.push(id);
-        Some(())
+        Ok(())
+    }
+
+    /// The k-th token (document order).
+    #[inline]
+    fn token_at(&self, k: u32) -> &str {
+        token_at(&self.text, &self.ends, k)
     }
 
     /// Fill `by_id` from `ids`; None when an id repeats.
@@ -331,13 +336,13 @@ impl BpeTables {
 
     /// The id of `token`.
     pub fn token_id(&self, token: &str) -> Option<u32> {
-        self.index.get(token).map(|&k| self.ids[k as usize])
+        (self.index.get(token, |k| self.token_at(k))).map(|k| self.ids[k as usize])
     }
 
     /// The token of id `i` (None for a hole or past the end).
     pub fn token(&self, i: u32) -> Option<&str> {
         match self.by_id.get(i as usize) {
-            Some(&k) if k != NONE => Some(&self.tokens[k as usize]),
+            Some(&k) if k != NONE => Some(self.token_at(k)),
             _ => None,
         }
     }
@@ -349,9 +354,8 @@ impl BpeTables {
 
     /// (token, id) in document order.
     pub fn entries(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.tokens
-            .iter()
-            .map(|t| &**t)
+        (0..self.ends.len() as u32)
+            .map(|k| self.token_at(k))
             .zip(self.ids.iter().copied())
     }
 
@@ -359,6 +363,14 @@ impl BpeTables {
     pub fn merges(&self) -> &[(u32, u32, u32)] {
         &self.merges
     }
+}
+
+/// The k-th token of a buffer of tokens and their ends.
+#[inline]
+fn token_at<'t>(text: &'t str, ends: &[u32], k: u32) -> &'t str {
+    let k = k as usize;
+    let start = if k == 0 { 0 } else { ends[k - 1] as usize };
+    &text[start..ends[k] as usize]
 }
 
 /// Token bytes -> rank, with the short tokens (most lookups) packed into integer keys: no slice

@@ -1,7 +1,8 @@
 //! The models: the ids of one pre-token. Byte-level BPE (merge ranks), character-level BPE
 //! (byte fallback, fused unknowns, prefix/suffix), WordPiece (greedy longest match), WordLevel
 //! (one id per pre-token) and Unigram (Viterbi, n-best, sampling, byte fallback), plus the
-//! counter-based random numbers of BPE-dropout and Unigram sampling. Mirrors `tinyllm.tok.models`; no model knows about stages.
+//! counter-based random numbers of BPE-dropout and Unigram sampling, and `text_index` (text -> id
+//! over a vocabulary's own texts, shared with the file readers). Mirrors `tinyllm.tok.models`; no model knows about stages.
 
 pub mod bpe;
 pub mod char_bpe;
@@ -9,6 +10,7 @@ pub mod random;
 pub mod spm_bpe;
 pub mod spm_pieces;
 pub mod spm_unigram;
+pub mod text_index;
 pub mod unigram;
 pub mod wordlevel;
 pub mod wordpiece;

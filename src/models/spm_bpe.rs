@@ -7,13 +7,16 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use std::sync::Arc;
+
 use crate::models::spm_pieces::{Finisher, SpmPieces, UNUSED, USER_DEFINED};
 use crate::spec::Spec;
 use crate::stages::spm_normalizer::PrefixMatcher;
 use crate::Error;
 
 pub struct SpmBpeModel {
-    pub pieces: SpmPieces,
+    /// Shared with the Python model of a file the core read (`_core.SpmPieces`).
+    pub pieces: Arc<SpmPieces>,
     matcher: PrefixMatcher,
     has_unused: bool,
 }
@@ -73,7 +76,7 @@ fn add_pair<'t>(
     if l.frozen || r.frozen {
         return;
     }
-    let Some(&id) = p.normal.get(&text[l.start..r.end]) else {
+    let Some(id) = p.normal_id(&text[l.start..r.end]) else {
         return;
     };
     agenda.push(Pair {
@@ -95,13 +98,11 @@ impl SpmBpeModel {
         Ok(Self::from_pieces(SpmPieces::from_spec(spec)?))
     }
 
-    pub fn from_pieces(pieces: SpmPieces) -> Self {
-        let user: Vec<String> = pieces
-            .texts
-            .iter()
-            .zip(&pieces.types)
+    pub fn from_pieces(pieces: impl Into<Arc<SpmPieces>>) -> Self {
+        let pieces: Arc<SpmPieces> = pieces.into();
+        let user: Vec<String> = (pieces.texts().zip(&pieces.types))
             .filter(|(_, &t)| t == USER_DEFINED)
-            .map(|(p, _)| p.clone())
+            .map(|(p, _)| p.to_owned())
             .collect();
         let has_unused = pieces.types.contains(&UNUSED);
         SpmBpeModel {

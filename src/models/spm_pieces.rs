@@ -2,8 +2,7 @@
 //! (unknown pieces fused, or split into BYTE pieces with byte_fallback). The Python reference is
 //! `tinyllm.tok.models.spm_pieces`.
 
-use rustc_hash::FxHashMap;
-
+use crate::models::text_index::TextIndex;
 use crate::spec::Spec;
 use crate::Error;
 
@@ -15,15 +14,84 @@ pub const UNUSED: u32 = 5;
 pub const BYTE: u32 = 6;
 
 pub struct SpmPieces {
-    pub texts: Vec<String>,
+    /// Every piece's text, one after the other in id order; `ends[i]` is where piece i's ends.
+    text: String,
+    ends: Vec<u32>,
     pub scores: Vec<f32>,
     pub types: Vec<u32>,
     /// NORMAL, USER_DEFINED and UNUSED pieces: what text can be segmented into.
-    pub normal: FxHashMap<String, u32>,
+    normal: TextIndex,
     /// UNKNOWN, CONTROL and BYTE pieces (looked up first, as sentencepiece's PieceToId).
-    pub reserved: FxHashMap<String, u32>,
+    reserved: TextIndex,
     pub unk_id: u32,
     pub byte_ids: Option<Vec<u32>>,
+}
+
+impl SpmPieces {
+    fn empty(n: usize) -> Self {
+        SpmPieces {
+            text: String::new(),
+            ends: Vec::with_capacity(n),
+            scores: Vec::with_capacity(n),
+            types: Vec::with_capacity(n),
+            normal: TextIndex::default(),
+            reserved: TextIndex::default(),
+            unk_id: u32::MAX,
+            byte_ids: None,
+        }
+    }
+
+    /// Append piece `text` (id: the number of pieces so far) to the texts and to the index of its
+    /// type; false when that index already holds the text.
+    fn push(&mut self, text: &str, kind: u32) -> bool {
+        let id = self.ends.len() as u32;
+        let normal = matches!(kind, NORMAL | USER_DEFINED | UNUSED);
+        let (texts, ends) = (&self.text, &self.ends);
+        let text_of = |v: u32| piece_text(texts, ends, v);
+        let index = if normal {
+            &mut self.normal
+        } else {
+            &mut self.reserved
+        };
+        if index.insert(text, id, text_of).is_err() {
+            return false;
+        }
+        self.text.push_str(text);
+        self.ends.push(self.text.len() as u32);
+        self.types.push(kind);
+        true
+    }
+
+    /// The text of piece `id`.
+    #[inline]
+    pub fn text(&self, id: u32) -> &str {
+        piece_text(&self.text, &self.ends, id)
+    }
+
+    /// Every piece's text, in id order.
+    pub fn texts(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.ends.len() as u32).map(|id| self.text(id))
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The id of a NORMAL, USER_DEFINED or UNUSED piece.
+    #[inline]
+    pub fn normal_id(&self, text: &str) -> Option<u32> {
+        self.normal.get(text, |v| self.text(v))
+    }
+
+    /// The id of an UNKNOWN, CONTROL or BYTE piece.
+    #[inline]
+    pub fn reserved_id(&self, text: &str) -> Option<u32> {
+        self.reserved.get(text, |v| self.text(v))
+    }
 }
 
 impl SpmPieces {
@@ -83,16 +151,9 @@ impl SpmPieces {
                 ),
             ));
         }
-        let mut made = SpmPieces {
-            texts: Vec::with_capacity(n),
-            scores: Vec::with_capacity(n),
-            types: Vec::with_capacity(n),
-            normal: FxHashMap::default(),
-            reserved: FxHashMap::default(),
-            unk_id: u32::MAX,
-            byte_ids: None,
-        };
-        made.normal.reserve(n);
+        let mut made = SpmPieces::empty(n);
+        made.text.reserve(texts.iter().map(String::len).sum());
+        made.normal = TextIndex::with_capacity(n);
         let mut byte_ids = vec![u32::MAX; 256];
         for (i, ((text, &score), &kind)) in texts.into_iter().zip(scores).zip(types).enumerate() {
             let id = u32::try_from(i).map_err(|_| bad(i, "more than 2^32 pieces".into()))?;
@@ -102,33 +163,18 @@ impl SpmPieces {
                     format!("{text:?} with type {kind} and score {score}"),
                 ));
             }
-            let table = if matches!(kind, NORMAL | USER_DEFINED | UNUSED) {
-                &mut made.normal
-            } else {
-                &mut made.reserved
-            };
-            if table.insert(text.clone(), id).is_some() {
+            if !made.push(&text, kind) {
                 return Err(bad(i, format!("{text:?}, defined twice")));
             }
             if kind == UNKNOWN {
                 made.unk_id = id;
             }
             if kind == BYTE && byte_fallback {
-                let b = text
-                    .strip_prefix("<0x")
-                    .and_then(|t| t.strip_suffix('>'))
-                    .filter(|h| {
-                        h.len() == 2
-                            && h.bytes()
-                                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase())
-                    })
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
+                let b =
+                    byte_of_piece(&text).ok_or_else(|| bad(i, format!("BYTE piece {text:?}")))?;
                 byte_ids[b as usize] = id;
             }
-            made.texts.push(text);
             made.scores.push(score as f32);
-            made.types.push(kind);
         }
         if made.unk_id == u32::MAX {
             return Err(bad(0, "no UNKNOWN piece".into()));
@@ -145,18 +191,90 @@ impl SpmPieces {
         Ok(made)
     }
 
+    /// The pieces as the Python reader (`tinyllm.tok.models.spm_pieces.SpmPieces`) accepts them,
+    /// from columns in id order (types as the file holds them): None for anything it refuses
+    /// (an empty piece, a type outside 1..=6, a score that is not finite, a piece defined twice
+    /// among the vocabulary or among the reserved pieces, no UNKNOWN piece or two, a BYTE piece
+    /// without `byte_fallback` or that is not `<0x00>`..`<0xFF>`, `byte_fallback` without all 256),
+    /// so that it reads them again and words the error.
+    pub fn strict<'a>(
+        texts: impl ExactSizeIterator<Item = &'a str>,
+        scores: &[f32],
+        types: &[i32],
+        byte_fallback: bool,
+    ) -> Option<Self> {
+        let n = texts.len();
+        if scores.len() != n || types.len() != n {
+            return None;
+        }
+        let mut made = SpmPieces::empty(n);
+        made.scores = scores.to_vec();
+        made.normal = TextIndex::with_capacity(n);
+        let mut byte_ids = vec![u32::MAX; 256];
+        for (i, ((text, &score), &kind)) in texts.zip(scores).zip(types).enumerate() {
+            let id = u32::try_from(i).ok()?;
+            if text.is_empty() || !(1..=6).contains(&kind) || !score.is_finite() {
+                return None;
+            }
+            let kind = kind as u32;
+            if !made.push(text, kind) {
+                return None;
+            }
+            if kind == UNKNOWN {
+                if made.unk_id != u32::MAX {
+                    return None;
+                }
+                made.unk_id = id;
+            }
+            if kind == BYTE {
+                if !byte_fallback {
+                    return None;
+                }
+                byte_ids[byte_of_piece(text)? as usize] = id;
+            }
+        }
+        if made.unk_id == u32::MAX {
+            return None;
+        }
+        if byte_fallback {
+            if byte_ids.contains(&u32::MAX) {
+                return None;
+            }
+            made.byte_ids = Some(byte_ids);
+        }
+        Some(made)
+    }
+
     pub fn max_id(&self) -> u32 {
-        self.texts.len().saturating_sub(1) as u32
+        self.ends.len().saturating_sub(1) as u32
     }
 
     #[inline]
     pub fn piece_to_id(&self, text: &str) -> u32 {
-        self.reserved
-            .get(text)
-            .or_else(|| self.normal.get(text))
-            .copied()
+        (self.reserved_id(text))
+            .or_else(|| self.normal_id(text))
             .unwrap_or(self.unk_id)
     }
+}
+
+/// The text of piece `id` in the pieces' buffer.
+#[inline]
+fn piece_text<'t>(text: &'t str, ends: &[u32], id: u32) -> &'t str {
+    let i = id as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &text[start..ends[i] as usize]
+}
+
+/// The byte of a BYTE piece's text: `<0x41>` -> 0x41 (upper-case hex, as sentencepiece writes it).
+fn byte_of_piece(text: &str) -> Option<u8> {
+    text.strip_prefix("<0x")
+        .and_then(|t| t.strip_suffix('>'))
+        .filter(|h| {
+            h.len() == 2
+                && h.bytes()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase())
+        })
+        .and_then(|h| u8::from_str_radix(h, 16).ok())
 }
 
 /// Collects the (text, id) tokens of a model and applies sentencepiece's unknown handling.

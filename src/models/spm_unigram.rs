@@ -5,6 +5,8 @@
 //! `min_score - 10`. Ties keep the earliest-starting last piece. The Python reference is
 //! `tinyllm.tok.models.spm_unigram`.
 
+use std::sync::Arc;
+
 use crate::models::spm_pieces::{Finisher, SpmPieces, NORMAL, USER_DEFINED};
 use crate::spec::Spec;
 use crate::Error;
@@ -12,10 +14,11 @@ use crate::Error;
 const USER_DEFINED_UNIT: f32 = 0.1;
 
 pub struct SpmUnigramModel {
-    pub pieces: SpmPieces,
+    /// Shared with the Python model of a file the core read (`_core.SpmPieces`).
+    pub pieces: Arc<SpmPieces>,
     /// per id, the score a lattice candidate adds (a double: exact f32 for NORMAL pieces; NaN for
     /// the pieces not in the lattice: UNUSED and reserved ones). Lattice pieces are looked up in
-    /// `pieces.normal`, which holds them all (and the UNUSED ones).
+    /// `pieces.normal_id`, which finds them all (and the UNUSED ones).
     lattice_scores: Vec<f64>,
     max_piece_bytes: usize,
     unk_score: f32,
@@ -26,7 +29,8 @@ impl SpmUnigramModel {
         Ok(Self::from_pieces(SpmPieces::from_spec(spec)?))
     }
 
-    pub fn from_pieces(pieces: SpmPieces) -> Self {
+    pub fn from_pieces(pieces: impl Into<Arc<SpmPieces>>) -> Self {
+        let pieces: Arc<SpmPieces> = pieces.into();
         let min_score = pieces
             .scores
             .iter()
@@ -35,7 +39,7 @@ impl SpmUnigramModel {
             .map(|(&s, _)| s)
             .fold(f32::MAX, f32::min);
         let mut max_piece_bytes = 0;
-        let lattice_scores = (pieces.texts.iter().zip(&pieces.scores).zip(&pieces.types))
+        let lattice_scores = (pieces.texts().zip(&pieces.scores).zip(&pieces.types))
             .map(|((text, &score), &kind)| match kind {
                 NORMAL | USER_DEFINED => {
                     max_piece_bytes = max_piece_bytes.max(text.len());
@@ -59,7 +63,7 @@ impl SpmUnigramModel {
     /// The id of a lattice piece and the score a candidate adds.
     #[inline]
     fn lattice_piece(&self, text: &str) -> Option<(u32, f64)> {
-        let &id = self.pieces.normal.get(text)?;
+        let id = self.pieces.normal_id(text)?;
         let score = self.lattice_scores[id as usize];
         (!score.is_nan()).then_some((id, score))
     }

@@ -32,11 +32,25 @@ impl Trie {
     /// made, and filled in as its children are.
     fn build(entries: Vec<(&[u8], u32)>) -> Trie {
         // Unstable, and by position too: equal keys keep their order without a stable sort's
-        // copies.
-        let mut entries: Vec<(&[u8], u32, usize)> = (entries.into_iter().enumerate())
-            .map(|(k, (key, id))| (key, id, k))
+        // copies. Each key's first eight bytes, big-endian in a u64, decide most comparisons
+        // without reading the key (the bytes compared in full only when those are equal).
+        let mut keyed: Vec<(u64, &[u8], u32, u32)> = (entries.into_iter().enumerate())
+            .map(|(k, (key, id))| (head(key), key, id, k as u32))
             .collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
+        keyed.sort_unstable_by(|a, b| {
+            (a.0.cmp(&b.0))
+                .then_with(|| a.1.cmp(b.1))
+                .then(a.3.cmp(&b.3))
+        });
+        // The keys copied in sorted order into one buffer: the walk below reads them in order.
+        let mut arena: Vec<u8> = Vec::with_capacity(keyed.iter().map(|e| e.1.len()).sum());
+        let entries: Vec<(u32, u32, u32)> = (keyed.into_iter())
+            .map(|(_, key, id, _)| {
+                arena.extend_from_slice(key);
+                ((arena.len() - key.len()) as u32, key.len() as u32, id)
+            })
+            .collect();
+        let byte = |k: usize, depth: usize| arena[entries[k].0 as usize + depth];
         let mut nodes: Vec<(u32, u32, u32)> = Vec::new();
         let mut edges: Vec<(u8, u32)> = Vec::new();
         // (run of entries sharing their first `depth` bytes, depth, the edge that points here)
@@ -46,16 +60,16 @@ impl Trie {
                 edges[e].1 = nodes.len() as u32;
             }
             let mut id = NONE;
-            while lo < hi && entries[lo].0.len() == depth {
-                id = entries[lo].1; // a shorter key sorts first; the last of equal keys wins
+            while lo < hi && entries[lo].1 as usize == depth {
+                id = entries[lo].2; // a shorter key sorts first; the last of equal keys wins
                 lo += 1;
             }
             let first = edges.len();
             let mut k = lo;
             while k < hi {
-                let b = entries[k].0[depth];
+                let b = byte(k, depth);
                 let run_start = k;
-                while k < hi && entries[k].0[depth] == b {
+                while k < hi && byte(k, depth) == b {
                     k += 1;
                 }
                 pending.push((run_start, k, depth + 1, Some(edges.len())));
@@ -101,6 +115,16 @@ impl Trie {
     }
 }
 
+/// The first eight bytes of `key` as a big-endian integer (zero-padded): a key that sorts before
+/// another never has a larger head.
+#[inline]
+fn head(key: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = key.len().min(8);
+    buf[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(buf)
+}
+
 #[inline]
 fn is_boundary(text: &[u8], pos: usize) -> bool {
     // A UTF-8 continuation byte is 0b10xx_xxxx; anything else (or the end) starts a character.
@@ -117,8 +141,8 @@ pub struct WordPieceModel {
 
 impl WordPieceModel {
     /// `vocab` maps token strings to ids; `unk` must be one of the ids.
-    pub fn new(
-        vocab: &[(String, u32)],
+    pub fn new<S: AsRef<str>>(
+        vocab: &[(S, u32)],
         unk: u32,
         prefix: &str,
         max_input_chars_per_word: usize,
@@ -130,12 +154,15 @@ impl WordPieceModel {
         }
         let initial = vocab
             .iter()
+            .map(|(t, id)| (t.as_ref(), *id))
             .filter(|(t, _)| !t.is_empty())
-            .map(|(t, id)| (t.as_bytes(), *id))
+            .map(|(t, id)| (t.as_bytes(), id))
             .collect();
         let continuation = vocab
             .iter()
-            .filter_map(|(t, id)| t.strip_prefix(prefix).map(|rest| (rest.as_bytes(), *id)))
+            .filter_map(|(t, id)| {
+                (t.as_ref().strip_prefix(prefix)).map(|rest| (rest.as_bytes(), *id))
+            })
             .filter(|(rest, _)| !rest.is_empty())
             .collect();
         Ok(WordPieceModel {

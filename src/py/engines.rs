@@ -19,7 +19,7 @@ use crate::models::spm_bpe::SpmBpeModel;
 use crate::models::spm_pieces::SpmPieces;
 use crate::models::spm_unigram::SpmUnigramModel;
 use crate::models::unigram::UnigramModel;
-use crate::py::formats::PyBpeTables;
+use crate::py::formats::{PyBpeTables, PySpmPieces};
 use crate::py::id_lists::IdLists;
 use crate::py::parse_json;
 use crate::py::stages::text_stages;
@@ -155,7 +155,6 @@ engine_pymethods!(PyBpeEngine {
     // The arguments are the Python constructor's, one per part of the engine.
     #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
         byte_ids: Vec<Option<u32>>,
         merges: Vec<(u32, u32, u32, u32)>,
         whole_words: Option<Vec<(Vec<u8>, u32)>>,
@@ -185,7 +184,7 @@ engine_pymethods!(PyBpeEngine {
         let model = BpeModel::new(&byte_ids, &merges, whole_words, unk)?;
         Ok(PyBpeEngine {
             inner: BpeEngine::new(model, pre, added).with_normalizer(normalizer),
-            lists: IdLists::new(py, max_id)?,
+            lists: IdLists::new(max_id),
         })
     }
 
@@ -243,7 +242,7 @@ engine_pymethods!(PyBpeEngine {
         let max_id = added.iter().map(|a| a.1).chain(unk).chain([max_id]).max().unwrap_or(0);
         Ok(PyBpeEngine {
             inner: BpeEngine::new(model, pre, added).with_normalizer(normalizer),
-            lists: IdLists::new(py, max_id)?,
+            lists: IdLists::new(max_id),
         })
     }
 
@@ -274,7 +273,6 @@ pub(super) struct PyTextEngine {
 impl PyTextEngine {
     /// The engine of `model` (largest id `max_id`) with its stages, what every constructor ends with.
     fn assemble(
-        py: Python<'_>,
         model: Model,
         max_id: u32,
         normalizer_json: &str,
@@ -285,7 +283,7 @@ impl PyTextEngine {
         let max_id = added.iter().map(|a| a.1).chain([max_id]).max().unwrap_or(0);
         Ok(PyTextEngine {
             inner: TextEngine::new(normalizer, pre, model, added),
-            lists: IdLists::new(py, max_id)?,
+            lists: IdLists::new(max_id),
         })
     }
 }
@@ -295,7 +293,6 @@ engine_pymethods!(PyTextEngine {
     /// "Unigram" (spec: pieces, unk_id); the stages are their tokenizer.json objects.
     #[new]
     fn new(
-        py: Python<'_>,
         model_type: &str,
         model_json: &str,
         normalizer_json: &str,
@@ -304,7 +301,7 @@ engine_pymethods!(PyTextEngine {
     ) -> PyResult<Self> {
         let spec = parse_json(model_json, "model_json")?;
         let (model, max_id) = Model::from_json(model_type, &spec, "model_json")?;
-        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
+        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// A "WordPiece" or "WordLevel" engine over the vocabulary of shared `tables` (`BpeTables`
@@ -325,10 +322,11 @@ engine_pymethods!(PyTextEngine {
     ) -> PyResult<Self> {
         let tables = tables.get().inner.clone();
         let (model, max_id) = py.detach(|| {
-            let vocab = (tables.entries()).map(|(t, id)| (t.to_string(), id)).collect();
+            // Borrowed from the tables: the model copies what it keeps.
+            let vocab: Vec<(&str, u32)> = tables.entries().collect();
             Model::from_vocab(model_type, vocab, unk_id, prefix, max_input_chars_per_word)
         })?;
-        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
+        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// A "Unigram" engine from its pieces as two lists in id order (texts, scores), without a JSON
@@ -357,7 +355,7 @@ engine_pymethods!(PyTextEngine {
         let model = model.with_byte_fallback(byte_fallback);
         let max_id = u32::try_from(pieces.len().saturating_sub(1)).unwrap_or(u32::MAX);
         let model = Model::Unigram(model);
-        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
+        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// A SentencePiece engine from the pieces as lists (texts, scores, types in id order), without
@@ -376,7 +374,7 @@ engine_pymethods!(PyTextEngine {
         pre_tokenizer_json: &str,
         added: Vec<(String, u32)>,
     ) -> PyResult<Self> {
-        let pieces = SpmPieces::new("pieces", texts, &scores, &types, byte_fallback)?;
+        let pieces = py.detach(|| SpmPieces::new("pieces", texts, &scores, &types, byte_fallback))?;
         let max_id = pieces.max_id();
         let model = match model_type {
             "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),
@@ -387,7 +385,32 @@ engine_pymethods!(PyTextEngine {
                 )))
             }
         };
-        PyTextEngine::assemble(py, model, max_id, normalizer_json, pre_tokenizer_json, added)
+        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
+    }
+
+    /// A SentencePiece engine over checked pieces the Python model shares (`SpmPieceTable.pieces`):
+    /// `model_type` is "SentencePieceBPE" or "SentencePieceUnigram"; the rest as for the
+    /// constructor.
+    #[staticmethod]
+    fn from_spm_table(
+        model_type: &str,
+        pieces: &Bound<'_, PySpmPieces>,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let pieces = pieces.get().inner.clone();
+        let max_id = pieces.max_id();
+        let model = match model_type {
+            "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),
+            "SentencePieceUnigram" => Model::SpmUnigram(Box::new(SpmUnigramModel::from_pieces(pieces))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "model_type: expected \"SentencePieceBPE\" or \"SentencePieceUnigram\", found {other:?}"
+                )))
+            }
+        };
+        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// Sampled Unigram ids of `text` (temperature `alpha`, stream key `key`).

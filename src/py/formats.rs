@@ -10,8 +10,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::formats::bpe_tables::BpeTables;
 use crate::formats::json_spans::find_big_spans;
-use crate::formats::spm_proto::{read_pieces, Value};
+use crate::formats::spm_proto::{read_pieces, ModelPieces, Value};
 use crate::formats::unigram_pieces;
+use crate::models::spm_pieces::SpmPieces;
 
 /// `(texts, scores, types, others, error)` of the serialized ModelProto `data`: the pieces as
 /// three lists in id order, the other known top-level fields as `(number, wire_type, value,
@@ -37,14 +38,7 @@ pub(super) fn read_spm_pieces<'py>(
     let texts = PyList::new(py, texts)?;
     let scores = PyList::new(py, read.scores.iter().map(|&s| f64::from(s)))?;
     let types = PyList::new(py, &read.types)?;
-    let others = PyList::empty(py);
-    for f in &read.others {
-        let value = match &f.value {
-            Value::Int(v) => v.into_pyobject(py)?.into_any(),
-            Value::Bytes(r) => PyBytes::new(py, &data[r.clone()]).into_any(),
-        };
-        others.append((f.number, f.wire, value, f.offset))?;
-    }
+    let others = other_fields(py, data, &read)?;
     PyTuple::new(
         py,
         [
@@ -55,6 +49,164 @@ pub(super) fn read_spm_pieces<'py>(
             read.error.into_pyobject(py)?.into_any(),
         ],
     )
+}
+
+/// `(table, others, error)` of the serialized ModelProto `data`: as `read_spm_pieces`, with the
+/// pieces held by the core (`SpmPieceTable`) instead of three Python lists.
+#[pyfunction]
+#[pyo3(signature = (data, r#where = "ModelProto"))]
+pub(super) fn read_spm_table<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    r#where: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (read, table) = py
+        .detach(|| {
+            let read = read_pieces(data, r#where);
+            let mut text = String::with_capacity(read.texts.iter().map(|r| r.len()).sum());
+            let mut ends = Vec::with_capacity(read.texts.len());
+            for r in &read.texts {
+                text.push_str(
+                    std::str::from_utf8(&data[r.clone()])
+                        .map_err(|e| format!("{where}: {e}", where = r#where))?,
+                );
+                ends.push(text.len());
+            }
+            let table = PySpmPieceTable {
+                text,
+                ends,
+                scores: read.scores.clone(),
+                types: read.types.clone(),
+            };
+            Ok::<_, String>((read, table))
+        })
+        .map_err(PyValueError::new_err)?;
+    let others = other_fields(py, data, &read)?;
+    PyTuple::new(
+        py,
+        [
+            Bound::new(py, table)?.into_any(),
+            others.into_any(),
+            read.error.into_pyobject(py)?.into_any(),
+        ],
+    )
+}
+
+fn other_fields<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    read: &ModelPieces,
+) -> PyResult<Bound<'py, PyList>> {
+    let others = PyList::empty(py);
+    for f in &read.others {
+        let value = match &f.value {
+            Value::Int(v) => v.into_pyobject(py)?.into_any(),
+            Value::Bytes(r) => PyBytes::new(py, &data[r.clone()]).into_any(),
+        };
+        others.append((f.number, f.wire, value, f.offset))?;
+    }
+    Ok(others)
+}
+
+/// The pieces of a `.model` file as read, in id order (texts in one buffer): what
+/// `tinyllm.tok.formats.sentencepiece_proto` hands the tokenizer, which asks for Python lists
+/// (`columns`) only when the reference needs them, and for the checked `SpmPieces` that the
+/// engine and the Python model share (`pieces`).
+#[pyclass(name = "SpmPieceTable", module = "tinyllm._core", frozen)]
+pub(crate) struct PySpmPieceTable {
+    text: String,
+    /// ends[i]: where piece i's text ends in `text` (it starts where piece i - 1's ends).
+    ends: Vec<usize>,
+    scores: Vec<f32>,
+    types: Vec<i32>,
+}
+
+impl PySpmPieceTable {
+    fn piece(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+}
+
+#[pymethods]
+impl PySpmPieceTable {
+    fn __len__(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// (texts, scores, types) as three lists in id order.
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let texts = PyList::new(py, (0..self.ends.len()).map(|i| self.piece(i)))?;
+        let scores = PyList::new(py, self.scores.iter().map(|&s| f64::from(s)))?;
+        let types = PyList::new(py, &self.types)?;
+        PyTuple::new(py, [texts.into_any(), scores.into_any(), types.into_any()])
+    }
+
+    /// The text of piece `i` (None past the end).
+    fn text(&self, i: usize) -> Option<&str> {
+        (i < self.ends.len()).then(|| self.piece(i))
+    }
+
+    /// The ids of the pieces of type `kind`, in id order.
+    fn of_type(&self, kind: i32) -> Vec<u32> {
+        (self.types.iter().enumerate())
+            .filter(|(_, &t)| t == kind)
+            .map(|(i, _)| i as u32)
+            .collect()
+    }
+
+    /// The checked pieces of a model with `byte_fallback`, or None when the Python reader would
+    /// refuse them (it then reads `columns` and words the error); see `SpmPieces::strict`.
+    fn pieces(&self, py: Python<'_>, byte_fallback: bool) -> Option<PySpmPieces> {
+        let n = self.ends.len();
+        let made = py.detach(|| {
+            SpmPieces::strict(
+                (0..n).map(|i| self.piece(i)),
+                &self.scores,
+                &self.types,
+                byte_fallback,
+            )
+        })?;
+        Some(PySpmPieces {
+            inner: Arc::new(made),
+        })
+    }
+}
+
+/// Checked SentencePiece pieces (`SpmPieceTable.pieces`), shared by the Python model and the
+/// engine (`TextEngine.from_spm_table`).
+#[pyclass(name = "SpmPieces", module = "tinyllm._core", frozen)]
+pub(crate) struct PySpmPieces {
+    pub(crate) inner: Arc<SpmPieces>,
+}
+
+#[pymethods]
+impl PySpmPieces {
+    #[getter]
+    fn unk_id(&self) -> u32 {
+        self.inner.unk_id
+    }
+
+    /// The id of each byte's BYTE piece (with byte_fallback), else None.
+    fn byte_ids(&self) -> Option<Vec<u32>> {
+        self.inner.byte_ids.clone()
+    }
+
+    /// The id of the piece `text` (reserved pieces first, as sentencepiece's PieceToId), or None.
+    fn token_id(&self, text: &str) -> Option<u32> {
+        let p = &self.inner;
+        p.reserved_id(text).or_else(|| p.normal_id(text))
+    }
+
+    /// `token_id`, or the unknown id.
+    fn piece_to_id(&self, text: &str) -> u32 {
+        self.inner.piece_to_id(text)
+    }
+
+    /// The type of piece `i` (None past the end).
+    fn type_of(&self, i: usize) -> Option<u32> {
+        self.inner.types.get(i).copied()
+    }
 }
 
 /// `(light, vocab, merges)` of a tokenizer.json text: the text with the containers of

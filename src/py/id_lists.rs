@@ -14,8 +14,12 @@ use crate::Error;
 /// One Python int per id, shared by every returned list: building a list of ids then costs a
 /// reference count per id instead of an int allocation, which was a third of the time of a whole
 /// `encode` call on multilingual text.
+///
+/// The ints are made on the first list (a process that loads a tokenizer and never encodes, or
+/// encodes later, does not pay for tens of thousands of ints at load).
 pub(crate) struct IdLists {
-    ints: Vec<Py<PyInt>>,
+    max_id: u32,
+    ints: pyo3::sync::PyOnceLock<Vec<Py<PyInt>>>,
 }
 
 #[inline]
@@ -34,11 +38,20 @@ fn prefetch(ptr: *const pyo3::ffi::PyObject) {
 const SHARED_INTS: u32 = 1 << 22;
 
 impl IdLists {
-    pub(crate) fn new(py: Python<'_>, max_id: u32) -> PyResult<Self> {
-        let ints = (0..=max_id.min(SHARED_INTS))
-            .map(|id| Ok(id.into_pyobject(py)?.unbind()))
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(IdLists { ints })
+    pub(crate) fn new(max_id: u32) -> Self {
+        IdLists {
+            max_id,
+            ints: pyo3::sync::PyOnceLock::new(),
+        }
+    }
+
+    /// The shared ints, made on first use (under the GIL: one thread makes them).
+    fn ints(&self, py: Python<'_>) -> &[Py<PyInt>] {
+        self.ints.get_or_init(py, || {
+            (0..=self.max_id.min(SHARED_INTS))
+                .map(|id| id.into_pyobject(py).unwrap_or_else(|e| match e {}).unbind())
+                .collect()
+        })
     }
 
     fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
@@ -51,16 +64,14 @@ impl IdLists {
                 return Err(PyErr::fetch(py));
             }
             let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
+            let ints = self.ints(py);
             for (k, &id) in ids.iter().enumerate() {
                 // The ints are spread over a few MB; fetching the ones needed a little later
                 // hides most of the cache misses of the reference-count updates.
-                if let Some(int) = ids
-                    .get(k + 16)
-                    .and_then(|&ahead| self.ints.get(ahead as usize))
-                {
+                if let Some(int) = ids.get(k + 16).and_then(|&ahead| ints.get(ahead as usize)) {
                     prefetch(int.as_ptr());
                 }
-                let obj = match self.ints.get(id as usize) {
+                let obj = match ints.get(id as usize) {
                     Some(int) => int.clone_ref(py).into_ptr(),
                     None => id
                         .into_pyobject(py)

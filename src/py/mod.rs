@@ -68,6 +68,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<models::PyUnigramModel>()?;
     // file formats
     m.add_function(wrap_pyfunction!(formats::read_spm_pieces, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::read_spm_table, m)?)?;
+    m.add_class::<formats::PySpmPieceTable>()?;
+    m.add_class::<formats::PySpmPieces>()?;
     m.add_function(wrap_pyfunction!(formats::split_tokenizer_json, m)?)?;
     m.add_function(wrap_pyfunction!(formats::read_unigram_pieces, m)?)?;
     m.add_class::<formats::PyBpeTables>()?;

@@ -20,15 +20,21 @@ from tests.support.rust import needs_rust
 # engine: dataclasses (with inspect) and importlib.resources about 20 ms each, regex 17 ms,
 # pathlib 7 ms (with urllib.parse and ipaddress), tempfile, hashlib and decimal a few each.
 HEAVY = ("dataclasses", "inspect", "importlib.resources", "zipfile", "regex", "pathlib", "tempfile", "shutil",
-         "hashlib", "decimal", "jsonschema")
+         "hashlib", "decimal", "jsonschema",
+         # the reference's Unicode tables and the stages built on them (about 5 ms): the engine has its own
+         "tinyllm.tok.stages.bert_tables", "tinyllm.tok.stages.unicode_tables", "tinyllm.tok.stages.decompose",
+         "tinyllm.tok.stages.compose")
+# And what one format's load never needs of another's.
+NOT_FOR = {"rut5-base/spiece.model": ("tinyllm.tok.formats.tokenizer_json", "tinyllm.tok.stages.bert"),
+           "bert-base-uncased/tokenizer.json": ("tinyllm.tok.stages.precompiled",)}
 
 FILES = ["bert-base-uncased/tokenizer.json", "gpt2/tokenizer.json", "rut5-base/spiece.model",
          "gpt2/gpt2.tiktoken", "tiktoken/cl100k_base.tiktoken"]
 
 
-def heavy_modules_after_load(path) -> list[str]:
+def heavy_modules_after_load(path, heavy=HEAVY) -> list[str]:
     script = ("import json, sys\nfrom tinyllm.tok import load\ntok = load(sys.argv[1])\ntok.encode('Hello world')\n"
-              f"print(json.dumps([tok.uses_fast_path, sorted(m for m in {HEAVY!r} if m in sys.modules)]))")
+              f"print(json.dumps([tok.uses_fast_path, sorted(m for m in {heavy!r} if m in sys.modules)]))")
     out = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONWARNINGS": "error::tinyllm.SlowPathWarning"})
     fast, modules = json.loads(out.stdout.splitlines()[-1])
@@ -40,6 +46,12 @@ def heavy_modules_after_load(path) -> list[str]:
 @pytest.mark.parametrize("name", FILES)
 def test_loading_a_file_imports_none_of_the_heavy_modules(name):
     assert heavy_modules_after_load(require_shared(SHARED / "tokenizers" / name)) == []
+
+
+@needs_rust
+@pytest.mark.parametrize("name", sorted(NOT_FOR))
+def test_loading_a_file_imports_no_other_format_reader(name):
+    assert heavy_modules_after_load(require_shared(SHARED / "tokenizers" / name), NOT_FOR[name]) == []
 
 
 @needs_rust

@@ -42,15 +42,17 @@ from typing import TYPE_CHECKING, Callable, Optional
 from tinyllm._io import read_json_file
 from tinyllm.tok.formats.schema_check import show
 from tinyllm.tok.base import ByteTokenizer, Tokenizer
-from tinyllm.tok.formats.tokenizer_json import TokenizerParts, parse_document, read_tokenizer_json
 from tinyllm.tok.policy import with_policy_files
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from tinyllm.tok.formats.tokenizer_json import TokenizerParts
+
 CONFIG_FILE = "config.json"
 HF_FILE = "tokenizer.json"
-# The names of the other formats' files; their readers are imported when such a file is loaded.
+# The names of the other formats' files. Each format's reader (tokenizer.json's too) is imported
+# when a file of that format is loaded.
 CHAR_FILE = "tinyllm_char.json"
 TIKTOKEN_SUFFIX = ".tiktoken"
 SPM_SUFFIX = ".model"
@@ -76,7 +78,7 @@ def tokenizer_class(model_type: str) -> type:
     raise KeyError(model_type)
 
 
-def tokenizer_from_parts(parts: TokenizerParts, *, generation_config: Optional[dict] = None,
+def tokenizer_from_parts(parts: "TokenizerParts", *, generation_config: Optional[dict] = None,
                          tokenizer_config: Optional[dict] = None) -> Tokenizer:
     """The tokenizer of the model's type around parsed tokenizer.json components, with the
     special-token roles of the two config files (parsed; see `tinyllm.tok.policy`)."""
@@ -94,7 +96,7 @@ def _spm_tokenizer():
     return SentencePieceTokenizer
 
 
-def read_tiktoken(path, pattern=None, special_tokens=None) -> TokenizerParts:
+def read_tiktoken(path, pattern=None, special_tokens=None) -> "TokenizerParts":
     from tinyllm.tok.formats.tiktoken import read_tiktoken as read
     return read(path, pattern, special_tokens)
 
@@ -108,17 +110,23 @@ def tokenizer_from_document(doc: object, source: str = "tokenizer.json", *, gene
     """The tokenizer of a parsed tokenizer.json document (ValueError names the JSON path of a
     problem, prefixed by `source`), with the roles of a parsed generation_config.json and
     tokenizer_config.json (ValueError names the file and the field)."""
+    from tinyllm.tok.formats.tokenizer_json import parse_document
+
     return tokenizer_from_parts(parse_document(doc, source), generation_config=generation_config,
                                 tokenizer_config=tokenizer_config)
 
 
 def read_tokenizer_file(path: str | os.PathLike) -> Tokenizer:
     """The tokenizer of a tokenizer.json file (no config files: a file alone names no roles)."""
+    from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
+
     return tokenizer_from_parts(read_tokenizer_json(path))
 
 
 def read_tokenizer_dir_file(path: str | os.PathLike) -> Tokenizer:
     """The tokenizer of `path` (a tokenizer.json) with the roles of the config files beside it."""
+    from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
+
     parts = read_tokenizer_json(path)
     return with_policy_files(os.path.dirname(path), lambda **configs: tokenizer_from_parts(parts, **configs))
 

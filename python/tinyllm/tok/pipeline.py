@@ -21,12 +21,9 @@ from tinyllm import _native
 from tinyllm._io import atomic_write_json
 from tinyllm._record import record
 from tinyllm.tok.encoded import COORDINATES, EncodedSequence, check_structured_options, truncate
-from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json
 from tinyllm.tok.stages.added_tokens import AddedToken
-from tinyllm.tok.text.alignment import normalize_with_alignment
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.policy import with_policy_files, write_policy_files
-from tinyllm.tok.stochastic import piece_rng
 from tinyllm.tok.text.byte_alphabet import token_string
 from tinyllm.tok.stages.decoders import Joined
 from tinyllm.tok.stages.processors import PostProcessor, TemplateProcessing
@@ -253,6 +250,8 @@ class PipelineTokenizer(TokenizerBase):
         if drawn is not None:
             ids = drawn(text, list(self._matchable(policy)), parameter, key)
         else:
+            from tinyllm.tok.stochastic import piece_rng  # the reference's draws only
+
             counter = itertools.count()
             ids = [t.id for t in self._encode_reference(
                 text, policy, lambda word: segment(word, piece_rng(key, next(counter))))]
@@ -415,6 +414,8 @@ class PipelineTokenizer(TokenizerBase):
 
     def _split_added(self, text: str, policy: SpecialPolicy) -> list[_Span]:
         """Two passes, as Hugging Face: raw-text tokens first, then normalized tokens in the gaps."""
+        from tinyllm.tok.text.alignment import normalize_with_alignment  # the reference's only
+
         matchable = self._matchable(policy)
         raw_tokens = frozenset(c for c in matchable if not self._added_by_content[c].normalized)
         norm_tokens = {}
@@ -553,6 +554,8 @@ class PipelineTokenizer(TokenizerBase):
         path = Path(dir)
         directory = path if path.is_dir() else None
         file = path / cls.FILE_NAME if directory else path
+        from tinyllm.tok.formats.tokenizer_json import read_tokenizer_json  # a .model loads without it
+
         parts = read_tokenizer_json(file)
         if parts.model.type != cls.MODEL_TYPE:
             expected = f'"{cls.MODEL_TYPE}"' if cls.MODEL_TYPE else "none: use tinyllm.tok.load, which picks the class"

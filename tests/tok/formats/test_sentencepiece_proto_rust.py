@@ -1,4 +1,4 @@
-"""The Rust reader of `.model` pieces (`tinyllm._core.read_spm_pieces`) equals the readable one:
+"""The Rust reader of `.model` pieces (`tinyllm._core.read_spm_table`) equals the readable one:
 the same proto on valid files, the same ValueError message (field, offset, reason) on corrupt ones,
 and the Rust reader provably ran."""
 
@@ -30,7 +30,7 @@ def assert_same(data: bytes) -> str:
     with pytest.MonkeyPatch.context() as monkeypatch:
         calls = count_core_calls(monkeypatch)
         fast = _outcome(data)
-    assert calls == {"read_spm_pieces": 1}, "read_model_proto did not run the Rust reader"
+    assert calls == {"read_spm_table": 1}, "read_model_proto did not run the Rust reader"
     reference = _outcome(data, reference=True)
     assert fast == reference
     return fast

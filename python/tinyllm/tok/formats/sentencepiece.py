@@ -75,7 +75,8 @@ def parts_from_bytes(data: bytes, source: str = "model") -> SentencePieceParts:
 def _parts(data: bytes) -> SentencePieceParts:
     proto = read_model_proto(data)
     trainer, norm = proto.trainer_spec, proto.normalizer_spec
-    if not proto.columns().texts:
+    table = proto.table()  # the pieces as the Rust reader holds them, or None
+    if not (len(table) if table is not None else proto.columns().texts):
         raise ValueError("ModelProto.pieces: empty; expected the vocabulary")
     if trainer.model_type not in (UNIGRAM, BPE):
         found = MODEL_TYPES.get(trainer.model_type, str(trainer.model_type))
@@ -84,14 +85,25 @@ def _parts(data: bytes) -> SentencePieceParts:
     if denorm is not None and denorm.precompiled_charsmap:
         raise ValueError("ModelProto.denormalizer_spec.precompiled_charsmap: decode-time normalization rules are not "
                          "supported; expected none")
-    pieces = proto.columns()
-    texts = pieces.texts
     where = "ModelProto.pieces"
-    user_defined = pieces.of_type(USER_DEFINED, texts)
-    if trainer.model_type == BPE:
-        model = SpmBpeModel(pieces, trainer.byte_fallback, user_defined=user_defined, where=where)
+    # Pieces the core read and checked stay there, shared with the engine; else (no core, or
+    # pieces the checks refuse: the Python model words the error) they are Python lists.
+    core = table.pieces(trainer.byte_fallback) if table is not None else None
+    if core is not None:
+        user_defined = [table.text(i) for i in table.of_type(USER_DEFINED)]
+        control_ids = table.of_type(CONTROL)
+        if trainer.model_type == BPE:
+            model = SpmBpeModel.from_core(table, core, trainer.byte_fallback, user_defined=user_defined)
+        else:
+            model = SpmUnigramModel.from_core(table, core, trainer.byte_fallback)
     else:
-        model = SpmUnigramModel(pieces, trainer.byte_fallback, where=where)
+        pieces = proto.columns()
+        user_defined = pieces.of_type(USER_DEFINED, pieces.texts)
+        control_ids = pieces.of_type(CONTROL)
+        if trainer.model_type == BPE:
+            model = SpmBpeModel(pieces, trainer.byte_fallback, user_defined=user_defined, where=where)
+        else:
+            model = SpmUnigramModel(pieces, trainer.byte_fallback, where=where)
     try:
         normalizer = SpmNormalizer(norm.precompiled_charsmap, add_dummy_prefix=norm.add_dummy_prefix,
                                    remove_extra_whitespaces=norm.remove_extra_whitespaces,
@@ -100,10 +112,9 @@ def _parts(data: bytes) -> SentencePieceParts:
                                    user_defined=user_defined)
     except ValueError as e:
         raise ValueError(f"ModelProto.normalizer_spec.{e}") from None
-    control_ids = pieces.of_type(CONTROL)
-    control = [texts[i] for i in control_ids]
-    added = [AddedToken(i, texts[i], special=True) for i in control_ids]
-    decoder = SpmDecoder(control=control, unknown=model.id_to_token[model.unk_id], unk_surface=trainer.unk_surface,
+    control = [model.piece_text(i) for i in control_ids]
+    added = [AddedToken(i, text, special=True) for i, text in zip(control_ids, control)]
+    decoder = SpmDecoder(control=control, unknown=model.piece_text(model.unk_id), unk_surface=trainer.unk_surface,
                          byte_fallback=trainer.byte_fallback, add_dummy_prefix=norm.add_dummy_prefix,
                          remove_extra_whitespaces=norm.remove_extra_whitespaces)
     return SentencePieceParts(model, normalizer, None, _bos_eos(model, trainer), decoder, added, data, proto)
@@ -115,7 +126,7 @@ def _bos_eos(model, trainer) -> Optional[TemplateProcessing]:
     found = {}
     for role, piece in (("bos", trainer.bos_piece or "<s>"), ("eos", trainer.eos_piece or "</s>")):
         i = model.piece_to_id(piece)
-        if model.types[i] == CONTROL:
+        if model.piece_type(i) == CONTROL:
             found[role] = (piece, i)
     if not found:
         return None

@@ -258,9 +258,9 @@ class NormalizerSpec:
 @record(frozen=False)
 class ModelProto:
     """A parsed `.model` file. `pieces` is a list of `Piece`; `columns()` gives the same pieces as
-    three lists (texts, scores, types), which is what the tokenizer builds from. A proto read by
-    the Rust reader holds the columns only and builds `pieces` on first access (a quarter of a
-    million `Piece` tuples cost more than the rest of loading)."""
+    three lists (texts, scores, types). A proto read by the Rust reader holds its pieces in the
+    core (`table()`, what the tokenizer builds from) and makes `pieces` and the columns on first
+    access (a quarter of a million `Piece` tuples cost more than the rest of loading)."""
 
     pieces: list
     trainer_spec: TrainerSpec
@@ -268,25 +268,33 @@ class ModelProto:
     denormalizer_spec: Optional[NormalizerSpec]
 
     @classmethod
-    def from_columns(cls, columns: PieceColumns, trainer_spec: TrainerSpec, normalizer_spec: NormalizerSpec,
-                     denormalizer_spec: Optional[NormalizerSpec]) -> "ModelProto":
+    def from_table(cls, table, trainer_spec: TrainerSpec, normalizer_spec: NormalizerSpec,
+                   denormalizer_spec: Optional[NormalizerSpec]) -> "ModelProto":
+        """The proto of pieces the Rust reader holds (`_core.SpmPieceTable`)."""
         proto = cls.__new__(cls)
-        proto.__dict__.update(_columns=columns, trainer_spec=trainer_spec, normalizer_spec=normalizer_spec,
+        proto.__dict__.update(_table=table, trainer_spec=trainer_spec, normalizer_spec=normalizer_spec,
                               denormalizer_spec=denormalizer_spec)
         return proto
 
     def __getattr__(self, name: str):
-        # only reached for attributes not set: `pieces` of a proto made by `from_columns`
-        columns = self.__dict__.get("_columns")
-        if name != "pieces" or columns is None:
+        # only reached for attributes not set: `pieces` of a proto made by `from_table`
+        if name != "pieces" or self.__dict__.get("_table") is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self.pieces = list(map(Piece, *columns))
+        self.pieces = list(map(Piece, *self.columns()))
         return self.pieces
+
+    def table(self):
+        """The Rust reader's `_core.SpmPieceTable` of these pieces, or None (the readable reader's
+        proto, or one whose `pieces` were touched, which may have been edited)."""
+        return self.__dict__.get("_table") if "pieces" not in self.__dict__ else None
 
     def columns(self) -> PieceColumns:
         """The pieces as (texts, scores, types) lists in id order (they follow edits of `pieces`)."""
-        if "pieces" not in self.__dict__ and self.__dict__.get("_columns") is not None:
-            return self.__dict__["_columns"]
+        if "pieces" not in self.__dict__ and self.__dict__.get("_table") is not None:
+            columns = self.__dict__.get("_columns")
+            if columns is None:
+                columns = self.__dict__["_columns"] = PieceColumns(*self._table.columns())
+            return columns
         return PieceColumns([p.piece for p in self.pieces], [p.score for p in self.pieces],
                             [p.type for p in self.pieces])
 
@@ -369,7 +377,7 @@ def _fast_pieces(data: bytes, pos: int, pieces: list) -> int:
 def read_model_proto(data: bytes, where: str = "ModelProto", *, reference: bool = False) -> ModelProto:
     """Parse a serialized ModelProto (see the module docstring); ValueError names the field and offset.
 
-    The pieces are read by the Rust core when it is built (`tinyllm._core.read_spm_pieces`, the
+    The pieces are read by the Rust core when it is built (`tinyllm._core.read_spm_table`, the
     same pieces and the same errors as this module's reader, several times faster), else, or with
     `reference=True`, by the readable reader below."""
     data = bytes(data)
@@ -393,9 +401,9 @@ def _read_with_core(core, data: bytes, where: str) -> ModelProto:
     """The Rust reader cuts out the pieces (field 1) and hands back the other top-level fields in
     file order, with the first error it met; those fields are decoded here first, so an error in
     one of them that comes earlier in the file wins, as in the reference."""
-    texts, scores, types, others, error = core.read_spm_pieces(data, where)
+    table, others, error = core.read_spm_table(data, where)
     fields = _decode_fields((Field(*f) for f in others), _TOP_SCHEMA, where)
     if error is not None:
         raise ValueError(error)
-    return ModelProto.from_columns(PieceColumns(texts, scores, types), fields.get("trainer_spec", TrainerSpec()),
-                                   fields.get("normalizer_spec", NormalizerSpec()), fields.get("denormalizer_spec"))
+    return ModelProto.from_table(table, fields.get("trainer_spec", TrainerSpec()),
+                                 fields.get("normalizer_spec", NormalizerSpec()), fields.get("denormalizer_spec"))

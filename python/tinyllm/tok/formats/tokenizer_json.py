@@ -46,10 +46,8 @@ from typing import Any, NamedTuple, Optional
 from tinyllm import _native
 from tinyllm._io import read_json_file
 from tinyllm.tok.formats import schema_check as schemas
-from tinyllm.tok.models.bpe import BPEModel
 from tinyllm.tok.stages import bert, decoders, normalizers, pre_tokenizers, processors
 from tinyllm.tok.stages.added_tokens import AddedToken
-from tinyllm.tok.stages.precompiled import Precompiled
 
 TOP_LEVEL = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
              "post_processor", "decoder", "model")
@@ -218,6 +216,8 @@ class _Reader:
             if not isinstance(charsmap, str):
                 raise self.error(f"{path}.precompiled_charsmap", f"expected a base64 string, found {_show(charsmap)}")
             try:
+                from tinyllm.tok.stages.precompiled import Precompiled  # only for a file that has one
+
                 return Precompiled.from_base64(charsmap)
             except ValueError as e:
                 raise self.error(f"{path}.precompiled_charsmap", str(e)) from None
@@ -449,6 +449,8 @@ class _Reader:
             fields[key] = value
         for key in ("fuse_unk", "byte_fallback", "ignore_merges"):
             fields[key] = self.boolean(doc, key, path, default=False)
+        from tinyllm.tok.models.bpe import BPEModel  # imported only for a file that needs it
+
         if self.big is not None:
             tables = self.big.bpe_tables(fields["continuing_subword_prefix"])
             try:

@@ -115,6 +115,7 @@ def build_text_engine(tok, model_type: str, model_spec: Optional[dict], *, parts
     The model comes as a JSON `model_spec`, or, several times faster for tens of thousands of
     entries, as `parts` handed over as they are, (constructor, arguments) of `_core.TextEngine`:
     ("from_spm_pieces", (texts, scores, types, byte_fallback)) for a SentencePiece model,
+    ("from_spm_table", (pieces,)) for one whose pieces the core read (`_core.SpmPieces`, shared),
     ("from_unigram_pieces", (texts, scores, unk_id, byte_fallback)) for a Unigram one, and
     ("from_tables", (tables, unk_id, prefix, max_input_chars_per_word)) for a WordPiece or
     WordLevel model whose vocabulary the core read (the engine shares it)."""

@@ -34,6 +34,9 @@ class SpmBpeModel(SpmPieces):
     def __init__(self, pieces: Sequence[tuple[str, float, int]], byte_fallback: bool = False, *,
                  user_defined: Sequence[str] = (), where: str = "pieces") -> None:
         super().__init__(pieces, byte_fallback, where=where)
+        self._setup(user_defined=user_defined)
+
+    def _setup(self, *, user_defined: Sequence[str] = ()) -> None:
         self.user_defined = tuple(user_defined)
         self._matcher = PrefixMatcher(self.user_defined)
 

@@ -63,7 +63,15 @@ def _good(entry) -> bool:
 
 class SpmPieces:
     """Pieces (text, score, type) in id order, given as triples or as `PieceColumns`; ValueError
-    names the piece of a bad table."""
+    names the piece of a bad table.
+
+    A model read by the Rust core (`from_core`) keeps its pieces there, checked and shared with
+    the engine: the columns, `vocab`, `normal` and `reserved` are built on first use (by the
+    reference, `to_json`, the semantic hash), and the lookups the tokenizer makes at load and
+    on the fast path (`piece_to_id`, `token_id`, `token_of`, `piece_type`) answer from the core."""
+
+    _core = None  # `_core.SpmPieces` of a model read by the core
+    _table = None  # and the `_core.SpmPieceTable` they were checked from
 
     def __init__(self, pieces: Union[PieceColumns, Sequence[tuple[str, float, int]]], byte_fallback: bool, *,
                  where: str = "pieces") -> None:
@@ -103,6 +111,68 @@ class SpmPieces:
         # what the pipeline's token_to_id sees: reserved first, as PieceToId
         self.vocab = dict(self.normal)
         self.vocab.update(self.reserved)
+
+    @classmethod
+    def from_core(cls, table, core, byte_fallback: bool, **options) -> "SpmPieces":
+        """The model over pieces the core read and checked (`table.pieces(byte_fallback)`, not
+        None: the Python checks would pass). `options` are the subclass's own (see `_setup`)."""
+        model = cls.__new__(cls)
+        model._table, model._core = table, core
+        model.byte_fallback = bool(byte_fallback)
+        model.unk_id = core.unk_id
+        ids = core.byte_ids()
+        model.byte_ids = ids if ids is not None else [None] * 256
+        # what the pipeline asks at load: answered by the core, without the dicts
+        model.token_id = core.token_id
+        model.token_of = table.text
+        model.id_count = len(table)
+        model._setup(**options)
+        return model
+
+    def _setup(self, **options) -> None:
+        """What a subclass sets up beside the pieces (both constructors)."""
+
+    @cached_property
+    def columns(self) -> PieceColumns:
+        return PieceColumns(*self._table.columns())
+
+    @cached_property
+    def id_to_token(self) -> list:
+        return self.columns.texts
+
+    @cached_property
+    def scores(self) -> list:
+        return self.columns.scores
+
+    @cached_property
+    def types(self) -> list:
+        return self.columns.types
+
+    @cached_property
+    def _both(self) -> tuple[dict[str, int], dict[str, int]]:
+        return self._tables()
+
+    @cached_property
+    def normal(self) -> dict[str, int]:
+        return self._both[0]
+
+    @cached_property
+    def reserved(self) -> dict[str, int]:
+        return self._both[1]
+
+    @cached_property
+    def vocab(self) -> dict[str, int]:
+        vocab = dict(self.normal)
+        vocab.update(self.reserved)
+        return vocab
+
+    def piece_text(self, i: int) -> str:
+        """The text of piece `i` (an id of the table)."""
+        return self._table.text(i) if self._core is not None else self.id_to_token[i]
+
+    def piece_type(self, i: int) -> int:
+        """The type of piece `i` (an id of the table)."""
+        return self._core.type_of(i) if self._core is not None else self.types[i]
 
     @cached_property
     def pieces(self) -> list[tuple[str, float, int]]:
@@ -152,6 +222,8 @@ class SpmPieces:
             table[piece] = i
 
     def piece_to_id(self, text: str) -> int:
+        if self._core is not None:
+            return self._core.piece_to_id(text)
         i = self.reserved.get(text)
         if i is None:
             i = self.normal.get(text, self.unk_id)

@@ -38,7 +38,11 @@ class SentencePieceTokenizer(PipelineTokenizer):
                          tokenizer_config=tokenizer_config)
         self.parts = parts
         m = self.model
-        self._fast = build_text_engine(self, m.type, None, parts=("from_spm_pieces", (*m.columns, m.byte_fallback)))
+        if m._core is not None:  # pieces the core read: the engine shares them
+            parts = ("from_spm_table", (m._core,))
+        else:
+            parts = ("from_spm_pieces", (*m.columns, m.byte_fallback))
+        self._fast = build_text_engine(self, m.type, None, parts=parts)
 
     def engine_model_spec(self) -> dict:
         """The model as the Rust engine's JSON spec: pieces [text, score, type] in id order. (The

@@ -29,6 +29,7 @@ strictly better candidate replaces the stored one, so the last piece that starts
 from __future__ import annotations
 
 import struct
+from functools import cached_property
 from typing import Sequence
 
 from tinyllm.tok.models.spm_pieces import NORMAL, UNUSED, USER_DEFINED, SpmPieces
@@ -49,14 +50,28 @@ def f32(x: float) -> float:
 class SpmUnigramModel(SpmPieces):
     type = "SentencePieceUnigram"
 
+    _lattice = None  # built on first use: the Rust engine does not need it
+
     def __init__(self, pieces: Sequence[tuple[str, float, int]], byte_fallback: bool = False, *,
                  where: str = "pieces") -> None:
         super().__init__(pieces, byte_fallback, where=where)
-        normal_scores = self.columns.of_type(NORMAL, self.scores)
-        self.min_score = min(normal_scores, default=FLT_MAX)
-        self.max_score = max(normal_scores + [FLT_MIN])
-        self.unk_score = f32(self.min_score - UNK_PENALTY)
-        self._lattice = None  # built on first use: the Rust engine does not need it
+
+    # The scores the reference's lattice needs, on first use (the Rust engine has its own).
+    @cached_property
+    def _normal_scores(self) -> list:
+        return self.columns.of_type(NORMAL, self.scores)
+
+    @cached_property
+    def min_score(self) -> float:
+        return min(self._normal_scores, default=FLT_MAX)
+
+    @cached_property
+    def max_score(self) -> float:
+        return max(self._normal_scores + [FLT_MIN])
+
+    @cached_property
+    def unk_score(self) -> float:
+        return f32(self.min_score - UNK_PENALTY)
 
     @property
     def lattice_pieces(self) -> dict[str, tuple[int, float]]:

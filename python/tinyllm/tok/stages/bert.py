@@ -40,23 +40,38 @@ import functools
 import re
 
 from tinyllm._record import record
-from tinyllm.tok.stages import bert_tables as tables
-from tinyllm.tok.stages.decompose import RangeSet, Translation, nfd
-from tinyllm.tok.stages.decompose import class_body as _class_body
 from tinyllm.tok.stages.normalizers import Normalizer
 from tinyllm.tok.stages.pre_tokenizers import Piece, PreTokenizer
 
 __all__ = ["BertNormalizer", "BertPreTokenizer", "WhitespaceSplit", "nfd"]
 
-_REMOVED = RangeSet(tables.CLEAN_REMOVED)
-_TO_SPACE = RangeSet(tables.CLEAN_TO_SPACE)
-_CJK = RangeSet(tables.CJK)
-_STRIPPED = RangeSet(tables.STRIP_REMOVED)
 
-_CLEAN_TABLE = Translation(lambda cp: None if cp in _REMOVED else " " if cp in _TO_SPACE else cp)
-_CJK_TABLE = Translation(lambda cp: f" {chr(cp)} " if cp in _CJK else cp)
-_STRIP_TABLE = Translation(lambda cp: None if cp in _STRIPPED else cp)
-_LOWER_TABLE = dict(tables.LOWERCASE)  # a missing key leaves the character as it is
+def nfd(text: str) -> str:
+    """Canonical decomposition with HF's tables (`tinyllm.tok.stages.decompose.nfd`)."""
+    from tinyllm.tok.stages.decompose import nfd as decompose
+
+    return decompose(text)
+
+
+class _Tables:
+    """The normalizer's `str.translate` tables, made on first use from `bert_tables` (imported
+    then: a file that encodes on the Rust engine never needs them, and they cost milliseconds)."""
+
+    def __init__(self) -> None:
+        from tinyllm.tok.stages import bert_tables as tables
+        from tinyllm.tok.stages.decompose import RangeSet, Translation
+
+        removed, to_space = RangeSet(tables.CLEAN_REMOVED), RangeSet(tables.CLEAN_TO_SPACE)
+        cjk, stripped = RangeSet(tables.CJK), RangeSet(tables.STRIP_REMOVED)
+        self.clean = Translation(lambda cp: None if cp in removed else " " if cp in to_space else cp)
+        self.cjk = Translation(lambda cp: f" {chr(cp)} " if cp in cjk else cp)
+        self.strip = Translation(lambda cp: None if cp in stripped else cp)
+        self.lower = dict(tables.LOWERCASE)  # a missing key leaves the character as it is
+
+
+@functools.lru_cache(maxsize=None)
+def _tables() -> _Tables:
+    return _Tables()
 
 
 def _check_flag(name: str, value, *, optional: bool = False) -> None:
@@ -96,15 +111,16 @@ class BertNormalizer(Normalizer):
         return self.lowercase if self.strip_accents is None else self.strip_accents
 
     def normalize(self, text: str) -> str:
+        tables = _tables()
         if self.clean_text:
-            text = text.translate(_CLEAN_TABLE)
+            text = text.translate(tables.clean)
         if self.handle_chinese_chars:
-            text = text.translate(_CJK_TABLE)
+            text = text.translate(tables.cjk)
         if self.strips_accents:
             # Marks are deleted only after reordering: a class-0 mark still ends a run in NFD.
-            text = nfd(text).translate(_STRIP_TABLE)
+            text = nfd(text).translate(tables.strip)
         if self.lowercase:
-            text = text.translate(_LOWER_TABLE)
+            text = text.translate(tables.lower)
         return text
 
     def to_json(self) -> dict:
@@ -122,12 +138,18 @@ def _bert_piece() -> re.Pattern:
     """Compiled on first use, like `_non_whitespace` (large classes; loading a file should not pay).
     The tables keep the two sets apart (a whitespace character is dropped before it could be
     isolated), so one pattern can both drop whitespace and isolate punctuation."""
+    from tinyllm.tok.stages import bert_tables as tables
+    from tinyllm.tok.stages.decompose import class_body as _class_body
+
     whitespace, punctuation = _class_body(tables.WHITESPACE), _class_body(tables.PUNCTUATION)
     return re.compile(f"[{punctuation}]|[^{whitespace}{punctuation}]+")
 
 
 @functools.lru_cache(maxsize=None)
 def _non_whitespace() -> re.Pattern:
+    from tinyllm.tok.stages import bert_tables as tables
+    from tinyllm.tok.stages.decompose import class_body as _class_body
+
     return re.compile(f"[^{_class_body(tables.WHITESPACE)}]+")
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from tinyllm._record import field, record
 from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
-from tinyllm.tok.stages.compose import align, nfc, nfkc
-from tinyllm.tok.stages.decompose import nfd, nfkd, strip_marks
+
+# The Unicode stages import their tables on first use (`compose`, `decompose` and the generated
+# tables behind them: about 3 ms), which a file that encodes on the Rust engine never needs.
 
 
 class Normalizer:
@@ -35,10 +36,14 @@ class NFC(Normalizer):
     type = "NFC"
 
     def normalize(self, text: str) -> str:
+        from tinyllm.tok.stages.compose import nfc
+
         return nfc(text)
 
     def align(self, text: str) -> tuple[str, list[tuple[int, int]]]:
         """The output and each character's span in `text` (for offsets)."""
+        from tinyllm.tok.stages.compose import align
+
         return align(text, compat=False)
 
 
@@ -49,10 +54,14 @@ class NFKC(Normalizer):
     type = "NFKC"
 
     def normalize(self, text: str) -> str:
+        from tinyllm.tok.stages.compose import nfkc
+
         return nfkc(text)
 
     def align(self, text: str) -> tuple[str, list[tuple[int, int]]]:
         """The output and each character's span in `text` (for offsets)."""
+        from tinyllm.tok.stages.compose import align
+
         return align(text, compat=True)
 
 
@@ -63,6 +72,8 @@ class NFD(Normalizer):
     type = "NFD"
 
     def normalize(self, text: str) -> str:
+        from tinyllm.tok.stages.decompose import nfd
+
         return nfd(text)
 
 
@@ -73,6 +84,8 @@ class NFKD(Normalizer):
     type = "NFKD"
 
     def normalize(self, text: str) -> str:
+        from tinyllm.tok.stages.decompose import nfkd
+
         return nfkd(text)
 
 
@@ -88,6 +101,8 @@ class StripAccents(Normalizer):
     type = "StripAccents"
 
     def normalize(self, text: str) -> str:
+        from tinyllm.tok.stages.decompose import strip_marks
+
         return strip_marks(text)
 
 

@@ -19,9 +19,7 @@ import unicodedata
 
 from tinyllm import _native
 from tinyllm._record import field, record
-from tinyllm.tok.stages import bert_tables, unicode_tables
 from tinyllm.tok.stages.byte_level import ByteLevelOptions
-from tinyllm.tok.stages.decompose import RangeSet, Translation, class_body
 from tinyllm.tok.stages.oniguruma import oniguruma_matches, to_python_syntax
 
 # The GPT-2 split pattern, as used by Hugging Face's ByteLevel pre-tokenizer and by tiktoken's r50k.
@@ -228,6 +226,9 @@ def _whitespace_piece():
     r"""HF's Whitespace: `\w+|[^\w\s]+` with the regex crate's Unicode classes (measured, see
     tools/gen_stage_tables.py); the matches are the pieces, what lies between is dropped.
     Compiled on first use (a large class: tens of milliseconds)."""
+    from tinyllm.tok.stages import unicode_tables
+    from tinyllm.tok.stages.decompose import class_body
+
     word, space = class_body(unicode_tables.WORD), class_body(unicode_tables.SPACE)
     import regex
 
@@ -249,7 +250,11 @@ class Whitespace(PreTokenizer):
 
 
 @functools.lru_cache(maxsize=None)
-def _is_punctuation() -> Translation:
+def _is_punctuation():
+    """A `Translation`: code point -> whether it is punctuation (tables imported on first use)."""
+    from tinyllm.tok.stages import bert_tables
+    from tinyllm.tok.stages.decompose import RangeSet, Translation
+
     punctuation = RangeSet(bert_tables.PUNCTUATION)
     return Translation(lambda cp: cp in punctuation)
 
@@ -299,7 +304,11 @@ class CharDelimiterSplit(PreTokenizer):
 
 
 @functools.lru_cache(maxsize=None)
-def _script_of() -> Translation:
+def _script_of():
+    """A `Translation`: code point -> its script class (tables imported on first use)."""
+    from tinyllm.tok.stages import unicode_tables
+    from tinyllm.tok.stages.decompose import RangeSet, Translation
+
     scripts = RangeSet(unicode_tables.SCRIPT_CLASS)
     return Translation(lambda cp: (scripts.find(cp) or (0, 0, 0))[2])
 

@@ -117,22 +117,52 @@ class Precompiled(Normalizer):
     """
 
     type = "Precompiled"
-    __slots__ = ("_ascii", "_base64", "_cache", "_crlf", "_table", "_units", "charsmap")
+    __slots__ = ("_ascii_rules", "_base64", "_cache", "_parsed", "charsmap")
 
     def __init__(self, charsmap: bytes) -> None:
         self.charsmap = bytes(charsmap)
         self._base64: str | None = None
-        self._units, self._table = _parse(self.charsmap)
+        self._cache: dict[str, str] = {}
+        self._ascii_rules: tuple[dict, str] | None = None
         # The walk over every reachable rule is the slow part of loading a SentencePiece model;
         # the Rust core makes the same checks (tests/tok/stages/test_precompiled.py compares the
-        # verdicts), and this one runs only to word an error.
-        if _native.core is None or not _native.core.precompiled_is_valid(self.charsmap):
-            _validate_reachable(self._units, self._table)
-        self._cache: dict[str, str] = {}
-        # In ASCII text every character is its own cluster except CR LF, so `str.translate` can
-        # stand in for the cluster walk there.
-        self._ascii = {b: self._normalize_cluster(chr(b)) for b in range(128)}
-        self._crlf = self._normalize_cluster("\r\n")
+        # verdicts), and this one runs only to word an error. A blob the core accepts is parsed
+        # here on first use (by the reference; the engine has its own tables).
+        if _native.core is not None and _native.core.precompiled_is_valid(self.charsmap):
+            self._parsed = None
+        else:
+            self._parsed = _parse(self.charsmap)
+            _validate_reachable(*self._parsed)
+
+    @property
+    def _units(self):
+        return self._trie()[0]
+
+    @property
+    def _table(self) -> str:
+        return self._trie()[1]
+
+    def _trie(self):
+        """(trie units, string table), parsed on first use."""
+        if self._parsed is None:
+            self._parsed = _parse(self.charsmap)
+        return self._parsed
+
+    @property
+    def _ascii(self) -> dict:
+        return self._ascii_tables()[0]
+
+    @property
+    def _crlf(self) -> str:
+        return self._ascii_tables()[1]
+
+    def _ascii_tables(self) -> tuple[dict, str]:
+        """In ASCII text every character is its own cluster except CR LF, so `str.translate` can
+        stand in for the cluster walk there: (the table, what CR LF becomes), made on first use."""
+        if self._ascii_rules is None:
+            self._ascii_rules = ({b: self._normalize_cluster(chr(b)) for b in range(128)},
+                                 self._normalize_cluster("\r\n"))
+        return self._ascii_rules
 
     @classmethod
     def from_base64(cls, text: str) -> Precompiled:
