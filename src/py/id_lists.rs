@@ -1,6 +1,7 @@
 //! Returning ids to Python fast: lists built from shared ints, and the GIL released around the
 //! encoding (one text, or a batch in parallel with the lists built as results arrive).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use pyo3::exceptions::PyValueError;
@@ -100,9 +101,13 @@ impl IdLists {
 
     /// `encode` over many texts in parallel with the GIL released, as a list of lists.
     ///
-    /// Building the Python lists needs the GIL and is a fair share of the work, so it overlaps
-    /// the encoding: a helper thread drives the rayon pool and hands each finished text over,
-    /// while this thread turns the ids into lists as they arrive.
+    /// Building the Python lists needs the GIL and is a fair share of the work (a quarter of a
+    /// single-thread `encode` on English), so it overlaps the encoding, and this thread, which
+    /// builds them, also encodes: the texts are handed out one at a time from a shared counter
+    /// to all but one of the pool's threads and to this one, which turns finished ids into lists
+    /// whenever some are waiting and otherwise takes the next text itself. Exactly as many
+    /// threads as the pool has cores stay busy (a whole pool beside a list-building thread had
+    /// one thread too many, and the lists waited on it at the end).
     pub(crate) fn encode_batch<'py>(
         &self,
         py: Python<'py>,
@@ -114,46 +119,79 @@ impl IdLists {
             .map(text_as_utf8)
             .collect::<PyResult<Vec<_>>>()?;
         let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
-        let mut lists: Vec<Option<Bound<'py, PyList>>> = (0..views.len()).map(|_| None).collect();
+        let n = views.len();
+        let mut lists: Vec<Option<Bound<'py, PyList>>> = (0..n).map(|_| None).collect();
+        let next = AtomicUsize::new(0);
+        // Taking a text: the next index not yet taken, if any.
+        let take = || {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            (k < n).then_some(k)
+        };
         let (tx, mut rx) = mpsc::channel::<(usize, Result<Vec<u32>, Error>)>();
         let encode = &encode;
-        // Every result is received even after an error, so the helper thread has finished (and
-        // the scope's join is immediate) by the time this thread, holding the GIL, leaves.
+        let workers = rayon::current_num_threads().saturating_sub(1).min(n);
         let mut first_error: Option<PyErr> = None;
+        let mut done = 0;
         std::thread::scope(|scope| {
-            let views = &views;
-            scope.spawn(move || {
-                views
-                    .par_iter()
-                    .enumerate()
-                    .for_each_with(tx, |tx, (k, text)| {
-                        // A send fails only once the receiver is gone: nothing left to do.
-                        let _ = tx.send((k, encode(text)));
+            let (views, take) = (&views, &take);
+            if workers > 0 {
+                // A thread outside the pool waits for the pool's tasks, so that this thread
+                // keeps the GIL-holding work.
+                scope.spawn(move || {
+                    rayon::scope(|pool| {
+                        for _ in 0..workers {
+                            let tx = tx.clone();
+                            pool.spawn(move |_| {
+                                while let Some(k) = take() {
+                                    // A send fails only once the receiver is gone: stop.
+                                    if tx.send((k, encode(views[k]))).is_err() {
+                                        break;
+                                    }
+                                }
+                            });
+                        }
                     });
-            });
-            for _ in 0..views.len() {
-                let received = match rx.try_recv() {
-                    Ok(done) => Ok(done),
-                    Err(_) => {
-                        let (back, got) = py.detach(move || {
-                            let got = rx.recv();
-                            (rx, got)
-                        });
-                        rx = back;
-                        got
+                });
+            } else {
+                drop(tx);
+            }
+            let mut keep =
+                |k: usize, ids: Result<Vec<u32>, Error>, first_error: &mut Option<PyErr>| {
+                    if first_error.is_some() {
+                        return;
+                    }
+                    match ids.map_err(PyErr::from).and_then(|ids| self.list(py, &ids)) {
+                        Ok(list) => lists[k] = Some(list),
+                        Err(e) => *first_error = Some(e),
                     }
                 };
-                let Ok((k, ids)) = received else {
-                    first_error
-                        .get_or_insert(PyValueError::new_err("encode_batch: a worker stopped"));
-                    break;
-                };
-                if first_error.is_some() {
+            while done < n {
+                if let Ok((k, ids)) = rx.try_recv() {
+                    keep(k, ids, &mut first_error);
+                    done += 1;
                     continue;
                 }
-                match ids.map_err(PyErr::from).and_then(|ids| self.list(py, &ids)) {
-                    Ok(list) => lists[k] = Some(list),
-                    Err(e) => first_error = Some(e),
+                if let Some(k) = take() {
+                    // After an error the rest are only counted: the call fails anyway.
+                    if first_error.is_none() {
+                        let ids = py.detach(|| encode(views[k]));
+                        keep(k, ids, &mut first_error);
+                    }
+                    done += 1;
+                    continue;
+                }
+                // Every text is taken; the rest are being encoded elsewhere.
+                let (back, got) = py.detach(move || {
+                    let got = rx.recv();
+                    (rx, got)
+                });
+                rx = back;
+                match got {
+                    Ok((k, ids)) => {
+                        keep(k, ids, &mut first_error);
+                        done += 1;
+                    }
+                    Err(_) => break, // every worker has stopped
                 }
             }
         });
