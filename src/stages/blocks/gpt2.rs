@@ -25,8 +25,7 @@
 //! last one may go on past the block, and the next block starts at it. Tested against the
 //! piece-at-a-time scanner on random text.
 
-#[cfg(target_arch = "x86_64")]
-use crate::text::ascii_masks::{any_of, is_space, run_ends, run_starts, Masks};
+use crate::text::ascii_masks::{any_of, is_space, run_ends, run_starts};
 
 /// The piece starts of the 64 bytes from `pos`, one bit per byte (bit `k` for byte `pos + k`),
 /// given that a piece starts at `pos`. When the block cannot be read this way (fewer than 66
@@ -34,34 +33,7 @@ use crate::text::ascii_masks::{any_of, is_space, run_ends, run_starts, Masks};
 /// can be read either, so the caller need not try again sooner.
 #[inline]
 pub fn block_starts(bytes: &[u8], pos: usize) -> Result<u64, usize> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let Some(window) = bytes.get(pos..pos + 66) else {
-            return Err(usize::MAX);
-        };
-        starts(window)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (bytes, pos);
-        Err(usize::MAX)
-    }
-}
-
-/// See [`block_starts`]; `w` is the block and the two bytes after it.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn starts(w: &[u8]) -> Result<u64, usize> {
-    let here = Masks::of(w);
-    if here.non_ascii != 0 {
-        return Err(here.non_ascii.trailing_zeros() as usize + 1);
-    }
-    if w[64] >= 0x80 {
-        return Err(65);
-    }
-    if w[65] >= 0x80 {
-        return Err(66);
-    }
+    let (w, here) = super::ascii_window(bytes, pos)?;
     let mut starts = run_starts(here.letter)
         | run_starts(here.digit)
         | run_starts(here.space)

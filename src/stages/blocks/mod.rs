@@ -8,8 +8,32 @@
 //! Blocks with a non-ASCII byte go to the piece-at-a-time scanners, which stay the definition:
 //! tests hold each block reader equal to them on random texts.
 
+use crate::text::ascii_masks::Masks;
+
 pub mod gpt2;
 pub mod tiktoken;
+
+/// What every block reader starts from: the 64 bytes from `pos` with the two after them (the
+/// readers look up to two bytes ahead) and the block's class masks, when all 66 bytes are ASCII
+/// (a non-ASCII character could be a letter or a space). Otherwise `Err(n)`: no block starting
+/// before `pos + n` can be read either (`usize::MAX` within 66 bytes of the end).
+#[inline(always)]
+fn ascii_window(bytes: &[u8], pos: usize) -> Result<(&[u8], Masks), usize> {
+    let Some(w) = bytes.get(pos..pos + 66) else {
+        return Err(usize::MAX);
+    };
+    let m = Masks::of(w);
+    if m.non_ascii != 0 {
+        return Err(m.non_ascii.trailing_zeros() as usize + 1);
+    }
+    if w[64] >= 0x80 {
+        return Err(65);
+    }
+    if w[65] >= 0x80 {
+        return Err(66);
+    }
+    Ok((w, m))
+}
 
 /// Call `f(start, end)` for each piece of `bytes`, in order: from blocks where `block` reads them
 /// (`block(bytes, pos)` gives the starts of the 64 bytes from a piece start `pos`, or `Err(n)`

@@ -44,8 +44,7 @@
 //! CR/LF is, and so its pieces, depend on what follows): such a run's starts are left out, so the
 //! caller, which goes on from the block's last start, reads it again with the next block.
 
-#[cfg(target_arch = "x86_64")]
-use crate::text::ascii_masks::{any_of, is_space, run_ends, run_starts, Masks};
+use crate::text::ascii_masks::{any_of, is_space, run_ends, run_starts};
 
 /// The piece starts of the 64 bytes from `pos`, one bit per byte (bit `k` for byte `pos + k`),
 /// given that a piece starts at `pos`; digits are grouped by at most `max_digits` (`usize::MAX`:
@@ -53,53 +52,20 @@ use crate::text::ascii_masks::{any_of, is_space, run_ends, run_starts, Masks};
 /// byte among them), `Err(n)`: no block starting before `pos + n` can be read either.
 #[inline]
 pub fn block_starts(bytes: &[u8], pos: usize, max_digits: usize) -> Result<u64, usize> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let Some(window) = bytes.get(pos..pos + 66) else {
-            return Err(usize::MAX);
-        };
-        starts::<false>(window, max_digits)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (bytes, pos, max_digits);
-        Err(usize::MAX)
-    }
+    starts::<false>(bytes, pos, max_digits)
 }
 
 /// [`block_starts`] for o200k's pattern (digits by three). `Err(n)` also when the block holds a
 /// stretch left to the piece scanner (see the module's notes); `n` then passes it.
 #[inline]
 pub fn o200k_block_starts(bytes: &[u8], pos: usize) -> Result<u64, usize> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let Some(window) = bytes.get(pos..pos + 66) else {
-            return Err(usize::MAX);
-        };
-        starts::<true>(window, 3)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (bytes, pos);
-        Err(usize::MAX)
-    }
+    starts::<true>(bytes, pos, 3)
 }
 
-/// See [`block_starts`] (`O200K`: [`o200k_block_starts`]); `w` is the block and the two bytes
-/// after it.
-#[cfg(target_arch = "x86_64")]
+/// See [`block_starts`] (`O200K`: [`o200k_block_starts`]).
 #[inline]
-fn starts<const O200K: bool>(w: &[u8], max_digits: usize) -> Result<u64, usize> {
-    let m = Masks::of(w);
-    if m.non_ascii != 0 {
-        return Err(m.non_ascii.trailing_zeros() as usize + 1);
-    }
-    if w[64] >= 0x80 {
-        return Err(65);
-    }
-    if w[65] >= 0x80 {
-        return Err(66);
-    }
+fn starts<const O200K: bool>(bytes: &[u8], pos: usize, max_digits: usize) -> Result<u64, usize> {
+    let (w, m) = super::ascii_window(bytes, pos)?;
     let after = w[64];
     let (letter, space, symbol) = (m.letter, m.space, m.symbol());
     // The class of the byte after each one: the block's mask moved down one, and the byte after
@@ -216,7 +182,7 @@ fn digit_starts(digit: u64, max_digits: usize) -> u64 {
     out
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
