@@ -5,6 +5,8 @@
 //! [`engine_pymethods!`], over the [`Encoder`] trait; each class adds its constructor and its
 //! stochastic encoder (`encode_dropout`, `encode_sample`).
 
+use std::sync::Arc;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
@@ -286,6 +288,28 @@ impl PyTextEngine {
             lists: IdLists::new(max_id),
         })
     }
+
+    /// A SentencePiece engine over `pieces`: `model_type` is "SentencePieceBPE" or
+    /// "SentencePieceUnigram" (both constructors from pieces end here).
+    fn spm(
+        model_type: &str,
+        pieces: Arc<SpmPieces>,
+        normalizer_json: &str,
+        pre_tokenizer_json: &str,
+        added: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let max_id = pieces.max_id();
+        let model = match model_type {
+            "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),
+            "SentencePieceUnigram" => Model::SpmUnigram(Box::new(SpmUnigramModel::from_pieces(pieces))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "model_type: expected \"SentencePieceBPE\" or \"SentencePieceUnigram\", found {other:?}"
+                )))
+            }
+        };
+        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
+    }
 }
 
 engine_pymethods!(PyTextEngine {
@@ -374,18 +398,8 @@ engine_pymethods!(PyTextEngine {
         pre_tokenizer_json: &str,
         added: Vec<(String, u32)>,
     ) -> PyResult<Self> {
-        let pieces = py.detach(|| SpmPieces::new("pieces", texts, &scores, &types, byte_fallback))?;
-        let max_id = pieces.max_id();
-        let model = match model_type {
-            "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),
-            "SentencePieceUnigram" => Model::SpmUnigram(Box::new(SpmUnigramModel::from_pieces(pieces))),
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "model_type: expected \"SentencePieceBPE\" or \"SentencePieceUnigram\", found {other:?}"
-                )))
-            }
-        };
-        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
+        let pieces = py.detach(|| SpmPieces::new("pieces", texts, &scores, &types, byte_fallback))?.into();
+        PyTextEngine::spm(model_type, pieces, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// A SentencePiece engine over checked pieces the Python model shares (`SpmPieceTable.pieces`):
@@ -400,17 +414,7 @@ engine_pymethods!(PyTextEngine {
         added: Vec<(String, u32)>,
     ) -> PyResult<Self> {
         let pieces = pieces.get().inner.clone();
-        let max_id = pieces.max_id();
-        let model = match model_type {
-            "SentencePieceBPE" => Model::SpmBpe(Box::new(SpmBpeModel::from_pieces(pieces))),
-            "SentencePieceUnigram" => Model::SpmUnigram(Box::new(SpmUnigramModel::from_pieces(pieces))),
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "model_type: expected \"SentencePieceBPE\" or \"SentencePieceUnigram\", found {other:?}"
-                )))
-            }
-        };
-        PyTextEngine::assemble(model, max_id, normalizer_json, pre_tokenizer_json, added)
+        PyTextEngine::spm(model_type, pieces, normalizer_json, pre_tokenizer_json, added)
     }
 
     /// Sampled Unigram ids of `text` (temperature `alpha`, stream key `key`).

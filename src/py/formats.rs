@@ -1,4 +1,4 @@
-//! File readers of `tinyllm._core`: `read_spm_pieces`, the bulk of a SentencePiece `.model`, for
+//! File readers of `tinyllm._core`: `read_spm_table`, the bulk of a SentencePiece `.model`, for
 //! `tinyllm.tok.formats.sentencepiece_proto.read_model_proto`; `split_tokenizer_json` and
 //! `BpeTables`, the bulk of a BPE tokenizer.json, for `tinyllm.tok.formats.tokenizer_json`.
 
@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::formats::bpe_tables::BpeTables;
 use crate::formats::json_spans::find_big_spans;
@@ -14,45 +14,11 @@ use crate::formats::spm_proto::{read_pieces, ModelPieces, Value};
 use crate::formats::unigram_pieces;
 use crate::models::spm_pieces::SpmPieces;
 
-/// `(texts, scores, types, others, error)` of the serialized ModelProto `data`: the pieces as
-/// three lists in id order, the other known top-level fields as `(number, wire_type, value,
-/// offset)` tuples (value: int, or bytes for length-delimited ones) in file order, and the first
-/// error (a message naming the field under `where`) or None. Everything before the error is kept.
-#[pyfunction]
-#[pyo3(signature = (data, r#where = "ModelProto"))]
-pub(super) fn read_spm_pieces<'py>(
-    py: Python<'py>,
-    data: &[u8],
-    r#where: &str,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let read = read_pieces(data, r#where);
-    let texts = read
-        .texts
-        .iter()
-        .map(|r| {
-            std::str::from_utf8(&data[r.clone()])
-                .map(|s| PyString::new(py, s))
-                .map_err(|e| PyValueError::new_err(format!("{where}: {e}", where = r#where)))
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    let texts = PyList::new(py, texts)?;
-    let scores = PyList::new(py, read.scores.iter().map(|&s| f64::from(s)))?;
-    let types = PyList::new(py, &read.types)?;
-    let others = other_fields(py, data, &read)?;
-    PyTuple::new(
-        py,
-        [
-            texts.into_any(),
-            scores.into_any(),
-            types.into_any(),
-            others.into_any(),
-            read.error.into_pyobject(py)?.into_any(),
-        ],
-    )
-}
-
-/// `(table, others, error)` of the serialized ModelProto `data`: as `read_spm_pieces`, with the
-/// pieces held by the core (`SpmPieceTable`) instead of three Python lists.
+/// `(table, others, error)` of the serialized ModelProto `data`: the pieces held by the core
+/// (`SpmPieceTable`, in id order), the other known top-level fields as `(number, wire_type,
+/// value, offset)` tuples (value: int, or bytes for length-delimited ones) in file order, and the
+/// first error (a message naming the field under `where`) or None. Everything before the error is
+/// kept.
 #[pyfunction]
 #[pyo3(signature = (data, r#where = "ModelProto"))]
 pub(super) fn read_spm_table<'py>(

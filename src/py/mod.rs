@@ -8,7 +8,7 @@
 //! - `stages`: pre-tokenizers and BERT stages on their own (for testing against the reference);
 //! - `engines`: `BpeEngine` and `TextEngine`, over `id_lists` (ids handed back as Python lists);
 //! - `models`: `UnigramModel` on its own;
-//! - `formats`: `read_spm_pieces` (the pieces of a SentencePiece `.model`), `split_tokenizer_json`
+//! - `formats`: `read_spm_table` (the pieces of a SentencePiece `.model`), `split_tokenizer_json`
 //!   and `BpeTables` (the vocabulary and merges of a BPE tokenizer.json);
 //! - `counters`: `PretokenCounter` and `WordCounter`;
 //! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`.
@@ -67,7 +67,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engines::PyTextEngine>()?;
     m.add_class::<models::PyUnigramModel>()?;
     // file formats
-    m.add_function(wrap_pyfunction!(formats::read_spm_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(formats::read_spm_table, m)?)?;
     m.add_class::<formats::PySpmPieceTable>()?;
     m.add_class::<formats::PySpmPieces>()?;
