@@ -38,6 +38,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests/support is not shipped in the package
+from tests.support.documents import documents as group_lines  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "data"
 CORPORA = ("en", "code", "multi")
 TIKTOKEN_PATTERNS = {
@@ -78,19 +81,11 @@ def prepare(names) -> None:
 
 # -- data --------------------------------------------------------------------------------------
 def documents(corpus: str, size: int = 2000) -> list[str]:
-    docs, current = [], []
-    length = 0
+    lines = []
     for path in sorted((SHARED / "corpora" / corpus).rglob("*.txt")):
         with open(path, encoding="utf-8", newline="") as f:
-            for line in f.read().splitlines(keepends=True):
-                current.append(line)
-                length += len(line)
-                if length >= size:
-                    docs.append("".join(current))
-                    current, length = [], 0
-    if current:
-        docs.append("".join(current))
-    return docs
+            lines.extend(f.read().splitlines(keepends=True))
+    return group_lines(lines, size)
 
 
 # -- libraries: each returns encode(text)->list[int], batch(texts)->list[list[int]] or None -------
@@ -236,7 +231,6 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
 
 def exactness(name: str, corpus: str, stress: int) -> dict:
     """Share of documents / stress strings with ids identical to Hugging Face's."""
-    sys.path.insert(0, str(ROOT))  # tests/support is not shipped in the package
     from tests.support.stress import stress_strings
 
     docs = documents(corpus)

@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "python"))
+from tests.support.documents import documents  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "data"
 FAMILIES = ("gpt2", "cl100k", "llama3", "qwen2", "deepseek-v3", "gpt-4o-o200k")
 
@@ -45,19 +47,6 @@ def family_json(name: str) -> str:
 
 def corpus_text(corpus: str) -> str:
     return "".join(p.read_text(encoding="utf-8") for p in sorted((SHARED / "corpora" / corpus).rglob("*.txt")))
-
-
-def documents(text: str, size: int = 2000) -> list[str]:
-    docs, current, length = [], [], 0
-    for line in text.splitlines(keepends=True):
-        current.append(line)
-        length += len(line)
-        if length >= size:
-            docs.append("".join(current))
-            current, length = [], 0
-    if current:
-        docs.append("".join(current))
-    return docs
 
 
 def timed(fn, repeat: int, mb: float) -> float:
@@ -105,7 +94,7 @@ def main() -> int:
                 print(f"{family:<13} {corpus:<6} {pre_ours:>11.1f} {pre_hf:>7.1f} {'-':>11} {'-':>7} {'-':>7}  {routes}",
                       flush=True)
                 continue
-            docs = documents(text)
+            docs = documents(text.splitlines(keepends=True))
             warm, rest = docs[: len(docs) // 2], docs[len(docs) // 2:]
             rest_mb = sum(len(d.encode("utf-8")) for d in rest) / 1e6
             for d in warm:

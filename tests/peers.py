@@ -103,18 +103,11 @@ def fixture_lines() -> list[str]:
 
 
 def shared_corpus_documents(size: int = 2000, every: int = 1) -> list[str]:
-    """Every `every`-th run of whole lines of at least `size` characters, over every shared corpus
-    file: texts long enough for the 64-byte block scanners, cut where an application would."""
-    docs, current, length = [], [], 0
-    for line in shared_corpus_lines():
-        current.append(line)
-        length += len(line)
-        if length >= size:
-            docs.append("".join(current))
-            current, length = [], 0
-    if current:
-        docs.append("".join(current))
-    return docs[::every]
+    """Every `every`-th document of at least `size` characters (tests.support.documents) over
+    every shared corpus file: texts long enough for the 64-byte block readers."""
+    from tests.support.documents import documents
+
+    return documents(shared_corpus_lines(), size)[::every]
 
 
 def shared_corpus_lines(every: int = 1) -> list[str]:
