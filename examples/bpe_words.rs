@@ -17,10 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (doc, text) = support::read_args("bpe_words")?;
     let (warm, measure) = support::halves(&text);
     let (model, pre) = support::parts(&doc)?;
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    pre.for_each_piece(warm, &mut |p| {
-        seen.insert(p.to_vec());
-    })?;
+    let seen: HashSet<Vec<u8>> = support::pieces(&pre, warm)?.into_iter().collect();
     let mut unseen: Vec<Vec<Vec<u8>>> = vec![Vec::new(); BUCKETS.len()];
     let (mut total, mut hits) = (0usize, 0usize);
     pre.for_each_piece(measure, &mut |p| {

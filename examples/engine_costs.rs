@@ -42,13 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         mb / scan
     );
 
-    let collect = |text: &str| -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        pre.for_each_piece(text, &mut |p| out.push(p.to_vec()))
-            .unwrap();
-        out
-    };
-    let (warm_pieces, measured) = (collect(warm), collect(measure));
+    let (warm_pieces, measured) = (
+        support::pieces(&pre, warm)?,
+        support::pieces(&pre, measure)?,
+    );
     let seen: HashSet<&Vec<u8>> = warm_pieces.iter().collect();
     let mut first_seen = HashSet::new();
     let new = measured

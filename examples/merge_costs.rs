@@ -17,10 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (doc, text) = support::read_args("merge_costs")?;
     let (warm, measure) = support::halves(&text);
     let (model, pre) = support::parts(&doc)?;
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    pre.for_each_piece(warm, &mut |p| {
-        seen.insert(p.to_vec());
-    })?;
+    let mut seen: HashSet<Vec<u8>> = support::pieces(&pre, warm)?.into_iter().collect();
     let mut pieces: Vec<Vec<u8>> = Vec::new();
     pre.for_each_piece(measure, &mut |p| {
         if seen.insert(p.to_vec()) {

@@ -66,6 +66,17 @@ pub fn read_args(example: &str) -> Result<(Value, String), Box<dyn std::error::E
     Ok((doc, std::fs::read_to_string(&args[2])?))
 }
 
+/// The pre-tokenizer's pieces of `text`, each copied, in order.
+#[allow(dead_code)]
+pub fn pieces(
+    pre: &ByteLevelPreTokenizer,
+    text: &str,
+) -> Result<Vec<Vec<u8>>, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    pre.for_each_piece(text, &mut |p| out.push(p.to_vec()))?;
+    Ok(out)
+}
+
 /// `text` cut at the first character boundary from its middle on: (warm-up half, measured half).
 #[allow(dead_code)]
 pub fn halves(text: &str) -> (&str, &str) {
