@@ -28,7 +28,7 @@ pub(super) fn read_spm_table<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (read, table) = py
         .detach(|| {
-            let read = read_pieces(data, r#where);
+            let mut read = read_pieces(data, r#where);
             let mut text = String::with_capacity(read.texts.iter().map(|r| r.len()).sum());
             let mut ends = Vec::with_capacity(read.texts.len());
             for r in &read.texts {
@@ -41,8 +41,9 @@ pub(super) fn read_spm_table<'py>(
             let table = PySpmPieceTable {
                 text,
                 ends,
-                scores: read.scores.clone(),
-                types: read.types.clone(),
+                // Only the other fields and the error are needed from `read` after this.
+                scores: std::mem::take(&mut read.scores),
+                types: std::mem::take(&mut read.types),
             };
             Ok::<_, String>((read, table))
         })
