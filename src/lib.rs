@@ -7,6 +7,7 @@
 //!
 //! - `py` (feature `python`): the PyO3 glue of `tinyllm._core`, split per area;
 //! - [`train`]: trainers and the corpus counts they read;
+//! - [`runtime`]: runtime identity (framed SHA-256, prefix-cache block keys);
 //! - [`engines`]: whole pipelines (added tokens, stages, model, word cache);
 //! - [`formats`]: file readers whose bulk is read in Rust (the pieces of a SentencePiece `.model`);
 //! - [`models`]: BPE, WordPiece, Unigram on one pre-token, and their random numbers;
@@ -19,6 +20,7 @@ pub mod error;
 pub mod formats;
 pub mod models;
 pub mod progress;
+pub mod runtime;
 pub mod spec;
 pub mod stages;
 pub mod text;

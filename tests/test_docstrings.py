@@ -55,6 +55,8 @@ MODULES = [
     "tinyllm.seq.chat",
     "tinyllm.seq.grammar",
     "tinyllm.seq.stream_encode",
+    "tinyllm.runtime.request",
+    "tinyllm.runtime.prefix_cache",
 ]
 
 

@@ -18,12 +18,15 @@ PUBLIC = {
     "tinyllm.tok.base": ["Tokenizer", "check_ids", "ByteTokenizer"],
     "tinyllm.tok.char": ["CharTokenizer"],
     "tinyllm.tok.stream": ["IncrementalDecoder"],
-    "tinyllm.seq.chat": ["apply_chat_template", "render_chat_template", "check_prefix_stable", "CompiledSequence"],
+    "tinyllm.seq.chat": ["apply_chat_template", "render_chat_template", "check_prefix_stable", "CompiledSequence",
+                         "ChatTemplate"],
     "tinyllm.seq.stop": ["StopPolicy", "OutputStream", "OutputResult"],
     "tinyllm.seq.collate": ["Record", "collate_padded", "collate_packed"],
     "tinyllm.seq.grammar": ["ConversationGrammar", "Controls", "Message", "FixedGrammarExceedsContext"],
     "tinyllm.seq.stream_encode": ["StreamEncoder"],
     "tinyllm.seq.encoded": ["EncodedSequence"],
+    "tinyllm.runtime": ["compile_request", "CompiledRequest", "Checkpoint", "RequestRefused", "ModelState",
+                        "cache_blocks", "match_prefix"],
     "tinyllm.cli": ["main"],
 }
 

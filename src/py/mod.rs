@@ -11,7 +11,8 @@
 //! - `formats`: `read_spm_table` (the pieces of a SentencePiece `.model`), `split_tokenizer_json`
 //!   and `BpeTables` (the vocabulary and merges of a BPE tokenizer.json);
 //! - `counters`: `PretokenCounter` and `WordCounter`;
-//! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`.
+//! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`;
+//! - `runtime`: `prefix_block_keys` (prefix-cache block keys).
 //!
 //! The Python-visible names are all registered in [`_core`] below, so the module's API can be
 //! read in one place.
@@ -26,6 +27,7 @@ mod engines;
 mod formats;
 mod id_lists;
 mod models;
+mod runtime;
 mod stages;
 mod text;
 mod train;
@@ -79,5 +81,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train::train_bpe_merges, m)?)?;
     m.add_function(wrap_pyfunction!(train::train_unigram, m)?)?;
     m.add_function(wrap_pyfunction!(train::train_wordpiece, m)?)?;
+    // runtime identity
+    m.add_function(wrap_pyfunction!(runtime::prefix_block_keys, m)?)?;
     Ok(())
 }

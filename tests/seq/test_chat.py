@@ -171,3 +171,52 @@ def test_fast_ownership_equals_offset_tracking(user, answer):
         chat._encode_by_bytes = original
     assert (fast.input_ids, fast.ownership, fast.assistant_mask) == (slow.input_ids, slow.ownership,
                                                                      slow.assistant_mask)
+
+
+# -- ChatTemplate: a template pinned by its source, compiled in a mode (issue 16) --------------------
+
+from tinyllm.seq.chat import ChatTemplate, template_hash  # noqa: E402
+
+
+@pytest.mark.parametrize("mode", sorted(CONVERSATIONS))
+def test_chat_template_modes_equal_apply_chat_template_with_the_matching_flags(mode):
+    messages, flags = CONVERSATIONS[mode]
+    directory = tokenizer_path(SMOL).parent
+    template = ChatTemplate.from_dir(directory)
+    tok = ours(SMOL)
+    compiled = template.compile(messages, mode, tok)
+    expected = apply_chat_template(directory, messages, **flags)
+    assert compiled.input_ids == expected.input_ids and compiled.ownership == expected.ownership
+    assert compiled.prompt_boundary == expected.prompt_boundary
+    assert compiled.template_hash == template.hash == template_hash(template.source)
+    assert compiled.tokenizer_semantic_hash == tok.semantic_hash
+
+
+def test_chat_template_variables_default_to_the_tokenizers_roles():
+    from tinyllm.tok import load
+
+    tok = load(SMOL)  # the preset directory: its tokenizer_config.json names BOS and EOS
+    assert tok.bos_id is not None and tok.eos_id is not None
+    source = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{{ eos_token }}{% endfor %}"
+    compiled = ChatTemplate(source).compile([{"role": "user", "content": "hi"}], "training", tok)
+    assert compiled.input_ids[0] == tok.bos_id and compiled.input_ids[-1] == tok.eos_id
+    assert compiled.special_tokens_mask[0] == compiled.special_tokens_mask[-1] == 1
+
+
+def test_chat_template_hash_is_the_exact_source():
+    a, b = ChatTemplate("{{ x }}"), ChatTemplate("{{ x }} ")
+    assert a.hash != b.hash and a.hash == ChatTemplate("{{ x }}").hash and len(a.hash) == 64
+
+
+def test_chat_template_refuses_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="ChatTemplate: source is ''; expected the template's Jinja text"):
+        ChatTemplate("")
+    with pytest.raises(ValueError, match="is not a directory"):
+        ChatTemplate.from_dir(tmp_path / "missing")
+    with pytest.raises(ValueError, match="has no chat template"):
+        ChatTemplate.from_dir(tmp_path)
+    template = ChatTemplate("{{ messages }}")
+    with pytest.raises(ValueError, match="mode: expected one of training, generation, prefill, found 'chat'"):
+        template.compile([], "chat", ours(SMOL))
+    with pytest.raises(ValueError, match="tokenizer: expected a tokenizer, found NoneType"):
+        template.compile([], "training", None)

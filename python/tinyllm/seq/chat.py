@@ -362,11 +362,17 @@ def apply_chat_template(model, messages, *, add_generation_prompt: bool = False,
     With `add_special`, the tokenizer's post-processor also runs, but a control it would add that
     the template already wrote (a BOS, say) is not added again: every control has one owner.
     """
-    from tinyllm.tok.stages.special_policy import find_all
-
     messages = _check_messages(messages)
     _check_modes(add_generation_prompt, continue_final_message, messages)
     tok, template, variables = _resolve(model, chat_template)
+    return _compile(tok, template, variables, messages, add_generation_prompt, continue_final_message, add_special,
+                    extra)
+
+
+def _compile(tok, template: str, variables: dict, messages: list[dict], add_generation_prompt: bool,
+             continue_final_message: bool, add_special: bool, extra: dict) -> CompiledSequence:
+    from tinyllm.tok.stages.special_policy import find_all
+
     text, spans = _spans(template, messages, variables, add_generation_prompt, continue_final_message, extra)
     specials = dict(getattr(tok, "special_ids", {}) or {})
     # Controls are matched only where the template wrote the text.
@@ -398,6 +404,82 @@ def apply_chat_template(model, messages, *, add_generation_prompt: bool = False,
     return CompiledSequence(ids, special_mask, owners, boundary, assistant, text,
                             tokenizer_semantic_hash=semantic if isinstance(semantic, str) else None,
                             template_hash=template_hash(template))
+
+
+#: The entry modes of a conversation: "training" closes every turn, "generation" opens an
+#: assistant turn after the last message (Hugging Face's add_generation_prompt), "prefill" leaves
+#: the last message open so generation continues it (continue_final_message).
+MODES = ("training", "generation", "prefill")
+
+
+def check_mode(mode) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {', '.join(MODES)}, found {mode!r}")
+    return mode
+
+
+class ChatTemplate:
+    """A chat template pinned by its exact source text.
+
+    `hash` is H_tmpl, `framed_hash("chat-template-v1", {"source": source})`: any change to the
+    text, whitespace included, is a different template. `compile(messages, mode, tokenizer)` is
+    `apply_chat_template` in one of the three `MODES`. The special-token variables (`bos_token`,
+    ...) come from `variables` when given (`from_dir` reads them from tokenizer_config.json),
+    else from the tokenizer's own roles.
+
+    >>> from tinyllm.tok import load
+    >>> t = ChatTemplate("{% for m in messages %}<|im_start|>{{ m['role'] }}\\n{{ m['content'] }}<|im_end|>\\n"
+    ...                  "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\\n{% endif %}")
+    >>> seq = t.compile([{"role": "user", "content": "Hi"}], "generation", load("smollm2"))
+    >>> seq.prompt_boundary == len(seq.input_ids), seq.template_hash == t.hash
+    (True, True)
+    """
+
+    def __init__(self, source: str, variables: Optional[dict] = None) -> None:
+        if not isinstance(source, str) or not source:
+            raise ValueError(f"ChatTemplate: source is {source!r}; expected the template's Jinja text")
+        if variables is not None and not isinstance(variables, dict):
+            raise ValueError(f"ChatTemplate: variables is a {type(variables).__name__}; expected a dict or None")
+        self.source = source
+        self.variables = variables
+        self.hash = template_hash(source)
+
+    @classmethod
+    def from_dir(cls, path) -> "ChatTemplate":
+        """The template of a model directory (tokenizer_config.json, chat_template.jinja or
+        chat_template.json) with its special-token variables."""
+        directory = Path(path)
+        if not directory.is_dir():
+            raise ValueError(f"ChatTemplate.from_dir: {str(directory)!r} is not a directory")
+        source, config = directory_template(directory)
+        if source is None:
+            raise ValueError(f"ChatTemplate.from_dir: {directory} has no chat template (tokenizer_config.json "
+                             "chat_template, chat_template.jinja or chat_template.json)")
+        return cls(source, template_variables(config))
+
+    def _variables(self, tok) -> dict:
+        if self.variables is not None:
+            return template_variables(self.variables)
+        out = {}
+        for name in ("bos", "eos", "unk", "pad"):
+            i = getattr(tok, f"{name}_id", None)
+            out[f"{name}_token"] = tok.id_to_token(i) if isinstance(i, int) else ""
+        return out
+
+    def compile(self, messages, mode: str = "training", tokenizer=None, *, add_special: bool = False,
+                **extra) -> CompiledSequence:
+        """The `CompiledSequence` of `messages` in `mode` (see `MODES`), encoded by `tokenizer`."""
+        check_mode(mode)
+        if tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
+            raise ValueError(f"tokenizer: expected a tokenizer, found {type(tokenizer).__name__}")
+        messages = _check_messages(messages)
+        generation, prefill = mode == "generation", mode == "prefill"
+        _check_modes(generation, prefill, messages)
+        return _compile(tokenizer, self.source, self._variables(tokenizer), messages, generation, prefill,
+                        add_special, extra)
+
+    def __repr__(self) -> str:
+        return f"ChatTemplate(hash={self.hash[:12]}..., {len(self.source)} characters)"
 
 
 def _post_process_once(tok, ids, owners, special_mask):

@@ -33,18 +33,31 @@ goes and 109 remain.
 >>> short = g.compile(conversation, "generation", context_limit=130)
 >>> len(short), short.dropped_groups
 (109, ('old1',))
+
+The modes, on the seed's counts: training closes the answer (64 ids), prefill leaves the partial
+answer `{answer:"` open and the prompt ends after it (60 ids, boundary 60):
+
+>>> question = Message("user", "What is 2 + 2? Reply in JSON")
+>>> len(g.compile([question, Message("assistant", '{answer:"4"}')], "training"))
+64
+>>> prefill = g.compile([question, Message("assistant", '{answer:"')], "prefill")
+>>> len(prefill), prefill.prompt_boundary
+(60, 60)
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Optional, Sequence
 
-from tinyllm.seq.chat import TEMPLATE, CompiledSequence, _assistant_mask
+from tinyllm.artifacts.canonical import framed_hash
+from tinyllm.seq.chat import MODES, TEMPLATE, TEMPLATE_DOMAIN, CompiledSequence, _assistant_mask, check_mode
 from tinyllm.seq.stop import StopPolicy
 
-MODES = ("training", "generation", "prefill")
 KINDS = ("text", "tool_call", "tool_result")
+#: Part of `ConversationGrammar.hash`: a change to the serialization rules gets a new version.
+GRAMMAR_VERSION = "tinyllm-conversation-grammar-v1"
 
 
 class FixedGrammarExceedsContext(ValueError):
@@ -108,6 +121,13 @@ class ConversationGrammar:
             raise ValueError(f"controls: expected a Controls, found {type(controls).__name__}")
         self.controls = controls
         self.separator = separator
+
+    @property
+    def hash(self) -> str:
+        """The grammar's template identity, H_tmpl's domain over what decides its ids apart from
+        the tokenizer: the control ids, the separator and the grammar's version."""
+        payload = {"grammar": GRAMMAR_VERSION, "controls": dict(vars(self.controls)), "separator": self.separator}
+        return framed_hash(TEMPLATE_DOMAIN, payload)
 
     def stop_policy(self, max_new_tokens: Optional[int] = None) -> StopPolicy:
         """Generation stops at EOT or EOS, matched only after the prompt boundary."""
@@ -186,12 +206,24 @@ class ConversationGrammar:
                     raise ValueError(f"messages[{k}]: tool result {m.call_id!r} has no tool call right before it")
 
     # -- compiling --------------------------------------------------------------------------
-    def compile(self, messages: Sequence[Message], mode: str = "training",
+    def compile(self, messages: Sequence[Message], mode: str = "training", tokenizer=None,
                 context_limit: Optional[int] = None) -> CompiledConversation:
-        """The ids of `messages` in `mode`, truncated by whole groups to `context_limit`."""
+        """The ids of `messages` in `mode`, truncated by whole groups to `context_limit`.
+
+        With `tokenizer`, its ordinary `encode` encodes the text (instead of the grammar's own
+        encoder) and its semantic hash is recorded; the grammar's `hash` is always recorded."""
         messages = self._check(messages)
-        if mode not in MODES:
-            raise ValueError(f"mode: expected one of {', '.join(MODES)}, found {mode!r}")
+        check_mode(mode)
+        grammar = self
+        if tokenizer is not None:
+            if not callable(getattr(tokenizer, "encode", None)):
+                raise ValueError(f"tokenizer: expected a tokenizer, found {type(tokenizer).__name__}")
+            grammar = copy.copy(self)  # the same grammar with another encoder; self is left alone
+            grammar._encode = lambda text: tokenizer.encode(text)
+        return grammar._compile(messages, mode, context_limit, tokenizer)
+
+    def _compile(self, messages: list[Message], mode: str, context_limit: Optional[int],
+                 tokenizer) -> CompiledConversation:
         if mode == "prefill" and (not messages or messages[-1].kind != "text"):
             raise ValueError("mode: \"prefill\" continues the last message, which must be a text message")
         if context_limit is not None and (isinstance(context_limit, bool) or not isinstance(context_limit, int)
@@ -220,5 +252,7 @@ class ConversationGrammar:
             answers = [k for k, m in kept if m.role == "assistant"]
             if answers:
                 boundary = next((t for t, o in enumerate(owners) if o == (answers[-1], "assistant")), boundary)
-        return CompiledConversation(ids, special, owners, boundary, _assistant_mask(owners, special),
-                                    text="", dropped_groups=tuple(dropped))
+        semantic = getattr(tokenizer, "semantic_hash", None)
+        return CompiledConversation(ids, special, owners, boundary, _assistant_mask(owners, special), text="",
+                                    tokenizer_semantic_hash=semantic if isinstance(semantic, str) else None,
+                                    template_hash=self.hash, dropped_groups=tuple(dropped))
