@@ -24,7 +24,21 @@ the UTF-8 decoder holds an unfinished character. Everything else is released at 
 
 `OutputStream.push(id)` returns the newly visible text; `finish()` releases what is held and
 returns an `OutputResult`: `visible_text`, `processed_ids` (every id pushed, the stop included),
-`finish_reason` ("stop", "length" or "end") and `matched_stop` (the id, id tuple or string).
+`token_count`, `finish_reason` (one of FINISH_REASONS: "stop", "length", "end", "cancelled",
+"deadline") and `matched_stop` (the id, id tuple or string).
+
+A stream can also be interrupted from outside:
+
+* `cancel()` finishes it with "cancelled" and returns the result (on a finished stream it returns
+  the existing result unchanged: a cancel that races a stop changes nothing);
+* `deadline=` is a time on `clock` (default `time.monotonic`). Once `clock() >= deadline`, the next
+  `push` finishes the stream with "deadline" *instead of* processing its id, and returns the text
+  that finishing releases; a server waiting for the model calls `poll()`, which does the same.
+
+`on_interrupt` declares what happens to the bytes held back at an interrupt (a possible stop
+prefix, an unfinished id sequence, the UTF-8 decoder's unfinished character): "release" (the
+default) shows them as if the stream had ended, an unfinished character as one U+FFFD, exactly
+what `finish()` does; "drop" never shows them and records them in `withheld_bytes`.
 
 Seed 003's cases, on a synthetic vocabulary (400 = "OK ", 401 = e2, 402 = 82 ac, 403 = "ST",
 260 = an end-of-turn control):
@@ -49,17 +63,43 @@ Seed 003's cases, on a synthetic vocabulary (400 = "OK ", 401 = e2, 402 = 82 ac,
 ('OK AB', 'length', None, [400, 65, 66])
 >>> run([400, 33])
 ('OK !', 'end', None, [400, 33])
+
+Cancelling while "OK " is out, e2 waits for the rest of its character and "S" may start STOP:
+
+>>> def cancelled(**options):
+...     stream = OutputStream(token_bytes, StopPolicy(text_stop_strings=["STOP"]), **options)
+...     shown = stream.push_many([400, 401, 83])
+...     r = stream.cancel()
+...     return shown, r.visible_text, r.final_text, r.withheld_bytes, r.finish_reason, r.token_count
+>>> cancelled()
+('OK ', 'OK �S', '�S', b'', 'cancelled', 3)
+>>> cancelled(on_interrupt="drop")
+('OK ', 'OK ', '', b'\\xe2S', 'cancelled', 3)
+
+A deadline, on a clock the caller controls; the id that arrives after it is not processed:
+
+>>> now = [0.0]
+>>> stream = OutputStream(token_bytes, StopPolicy(), deadline=5.0, clock=lambda: now[0])
+>>> stream.push(400)
+'OK '
+>>> now[0] = 5.0
+>>> stream.push(33), stream.finished, stream.finish().finish_reason, stream.finish().processed_ids
+('', True, 'deadline', [400])
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
 
 from tinyllm.tok.text.utf8 import new_utf8_decoder
 
 Matched = Union[int, tuple, str, None]
-FINISH_REASONS = ("stop", "length", "end")
+FINISH_REASONS = ("stop", "length", "end", "cancelled", "deadline")
+INTERRUPT_POLICIES = ("release", "drop")
 
 
 def _int_id(value, where: str) -> int:
@@ -119,10 +159,33 @@ def _as_list(value, name: str) -> list:
 
 @dataclass
 class OutputResult:
+    """How a stream ended. Three records differ on purpose (seed 003, "Tracking hidden stop tokens"):
+
+    * `visible_text`: what the client was shown, UTF-8-valid and stop-safe;
+    * `processed_ids`: every generated id the stream inspected, in order, the stop included;
+    * `token_count`: how many of them there are (what a budget or a bill counts).
+
+    They differ because a hidden stop id is processed and counted but shows no text, a stripped
+    stop string's bytes are processed but not shown, and with on_interrupt="drop" the held-back
+    bytes were processed but are never shown: they are kept in `withheld_bytes` (the decoder's
+    unfinished character, then the stop holdback, in stream order; b"" unless bytes were dropped),
+    so that nothing is lost silently.
+
+    `final_text` is the end of `visible_text` released by the call that finished the stream: push
+    and poll return it themselves; after finish() or cancel() it is what the client still needs.
+    """
+
     visible_text: str
     processed_ids: list[int]
     finish_reason: str
     matched_stop: Matched = None
+    withheld_bytes: bytes = b""
+    final_text: str = ""
+
+    @property
+    def token_count(self) -> int:
+        """The number of generated ids processed, a hidden stop id included."""
+        return len(self.processed_ids)
 
 
 def _bytes_function(token_bytes) -> Callable[[int], bytes]:
@@ -154,12 +217,25 @@ class OutputStream:
 
     `token_bytes` is a tokenizer (its `token_bytes(id)` gives each token's exact bytes) or a
     function from id to bytes. Ids are checked by it (a tokenizer raises ValueError naming the id).
+    `deadline` (None: no deadline) is a time on `clock`, reached when `clock() >= deadline`;
+    `on_interrupt` is "release" or "drop" (see the module docstring).
     """
 
-    def __init__(self, token_bytes, policy: StopPolicy) -> None:
+    def __init__(self, token_bytes, policy: StopPolicy, *, deadline: Optional[float] = None,
+                 clock: Callable[[], float] = time.monotonic, on_interrupt: str = "release") -> None:
         if not isinstance(policy, StopPolicy):
             raise ValueError(f"OutputStream: policy must be a StopPolicy, found {type(policy).__name__}")
+        if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, numbers.Real)
+                                     or math.isnan(deadline)):
+            raise ValueError(f"OutputStream: deadline = {deadline!r}; expected None or a number (a time on clock)")
+        if not callable(clock):
+            raise ValueError(f"OutputStream: clock = {clock!r}; expected a function returning the current time")
+        if not isinstance(on_interrupt, str) or on_interrupt not in INTERRUPT_POLICIES:
+            raise ValueError(f"OutputStream: on_interrupt = {on_interrupt!r}; expected 'release' or 'drop'")
         self.policy = policy
+        self.deadline = deadline
+        self.on_interrupt = on_interrupt
+        self._clock = clock
         self._token_bytes = _bytes_function(token_bytes)
         self._stops = [s.encode("utf-8") for s in policy.text_stop_strings]
         self._longest_sequence = max((len(s) for s in policy.multi_token_sequences), default=0)
@@ -182,10 +258,15 @@ class OutputStream:
         return len(self._pending)
 
     def push(self, token_id: int) -> str:
-        """Process one generated id; return the text it makes visible (possibly "")."""
+        """Process one generated id; return the text it makes visible (possibly "").
+
+        When the deadline has been reached, the id is not processed: the stream finishes with
+        "deadline" and the text that releases is returned (check `finished` after each push)."""
         if self._result is not None:
             raise ValueError(f"push: the stream already finished ({self._result.finish_reason}); "
                              f"id {token_id!r} was not processed")
+        if self._deadline_reached():
+            return self._interrupt("deadline")
         i = _int_id(token_id, "push: token_id")
         policy = self.policy
         if i in policy.single_token_ids:
@@ -225,7 +306,35 @@ class OutputStream:
             self._finish("end", None)
         return self._result
 
+    def poll(self) -> str:
+        """For a server waiting for the next id: finish with "deadline" if it has been reached and
+        return the text that releases; otherwise (or when finished already) return ""."""
+        if self._result is None and self._deadline_reached():
+            return self._interrupt("deadline")
+        return ""
+
+    def cancel(self) -> OutputResult:
+        """Finish with "cancelled", treating held bytes as `on_interrupt` says, and return the
+        result (its `final_text` is what the client has not been sent). On a finished stream,
+        return its result unchanged: the first way the stream ended stands."""
+        if self._result is None:
+            self._interrupt("cancelled")
+        return self._result
+
     # -- internals --------------------------------------------------------------------------
+    def _deadline_reached(self) -> bool:
+        return self.deadline is not None and self._clock() >= self.deadline
+
+    def _interrupt(self, reason: str) -> str:
+        """Finish with `reason` ("cancelled" or "deadline") under the on_interrupt policy."""
+        withheld = b""
+        if self.on_interrupt == "drop":
+            # The decoder's bytes come first in the stream: everything in _pending is later.
+            withheld = bytes(self._utf8.pending) + bytes(self._pending)
+            self._pending.clear()
+            self._utf8 = new_utf8_decoder()
+        return self._finish(reason, None, withheld)
+
     def _matched_sequence(self) -> Optional[tuple]:
         tail = self.processed_ids[-self._longest_sequence:] if self._longest_sequence else []
         for seq in self.policy.multi_token_sequences:
@@ -272,9 +381,10 @@ class OutputStream:
         self._pending += extra
         return self._finish("stop", matched)
 
-    def _finish(self, reason: str, matched: Matched) -> str:
+    def _finish(self, reason: str, matched: Matched, withheld: bytes = b"") -> str:
         text = self._release(len(self._pending))
         tail = self._utf8.flush()  # an unfinished character at the very end: U+FFFD
         self._visible.append(tail)
-        self._result = OutputResult("".join(self._visible), list(self.processed_ids), reason, matched)
+        self._result = OutputResult("".join(self._visible), list(self.processed_ids), reason, matched,
+                                    withheld, text + tail)
         return text + tail
