@@ -13,13 +13,20 @@ pub const PREFIX: &[u8] = b"NUMINENS-TOKENIZER-MANIFEST\x00";
 
 /// The 32-byte framed hash of `payload` (canonical JSON bytes) under `domain`.
 pub fn framed_sha256(domain: &str, payload: &[u8]) -> [u8; 32] {
+    let mut h = framed_hasher(domain, payload.len());
+    h.update(payload);
+    h.finalize().into()
+}
+
+/// A hasher that has taken the frame of a `payload_len`-byte payload under `domain`: feed it
+/// exactly that many payload bytes, in pieces if need be, then finalize.
+pub fn framed_hasher(domain: &str, payload_len: usize) -> Sha256 {
     let mut h = Sha256::new();
     h.update(PREFIX);
     h.update((domain.len() as u32).to_be_bytes());
     h.update(domain.as_bytes());
-    h.update((payload.len() as u64).to_be_bytes());
-    h.update(payload);
-    h.finalize().into()
+    h.update((payload_len as u64).to_be_bytes());
+    h
 }
 
 /// Lowercase hex of a digest, as Python's `hexdigest()`.

@@ -94,7 +94,7 @@ def test_the_reference_frames_the_documented_payload():
     ids = (7, 8)
     state = prefix_cache.state_hash({"model": MODEL.fields()})
     expected = prefix_cache.framed_hash("prefix-cache-block-v1", {
-        "ids": [7, 8], "parent": "0" * 64, "policy": f"{KEY_POLICY}/minimal", "state": state})
+        "block": {"ids": [7, 8], "policy": f"{KEY_POLICY}/minimal", "state": state}, "parent": "0" * 64})
     assert prefix_cache.reference_block_keys(ids, 2, f"{KEY_POLICY}/minimal", state) == [expected]
     assert keys(request(ids), block_size=2) == [expected]
 
