@@ -55,6 +55,7 @@ MODULES = [
     "tinyllm.seq.chat",
     "tinyllm.seq.grammar",
     "tinyllm.seq.stream_encode",
+    "tinyllm.tok.long_inputs",
     "tinyllm.runtime.request",
     "tinyllm.runtime.prefix_cache",
 ]

@@ -14,10 +14,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "tinyllm"
 
 PUBLIC = {
     "tinyllm.tok": ["load", "BPETokenizer", "WordPieceTokenizer", "UnigramTokenizer", "CharTokenizer",
-                    "IncrementalDecoder", "ByteTokenizer", "Tokenizer", "check_ids"],
+                    "IncrementalDecoder", "ByteTokenizer", "Tokenizer", "check_ids", "encode_chunked",
+                    "split_whitespace_or_nonwhitespace"],
     "tinyllm.tok.base": ["Tokenizer", "check_ids", "ByteTokenizer"],
     "tinyllm.tok.char": ["CharTokenizer"],
-    "tinyllm.tok.stream": ["IncrementalDecoder"],
+    "tinyllm.tok.stream": ["IncrementalDecoder", "IllFormedUtf8Error"],
+    "tinyllm.tok.long_inputs": ["split_whitespace_or_nonwhitespace", "encode_chunked", "cut_rule"],
     "tinyllm.seq.chat": ["apply_chat_template", "render_chat_template", "check_prefix_stable", "CompiledSequence",
                          "ChatTemplate"],
     "tinyllm.seq.stop": ["StopPolicy", "OutputStream", "OutputResult"],

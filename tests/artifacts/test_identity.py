@@ -307,18 +307,24 @@ from tinyllm.tok.encoded import EncodedSequence  # noqa: E402
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
-def test_encode_structured_truncates_after_encoding_and_records_it(side):
+def test_encode_structured_truncates_within_the_budget_and_records_it(side):
     tok = load("smollm2")
     full = tok.encode_structured("one two three four", add_special=False)
     cut = tok.encode_structured("one two three four", max_length=2, truncation_side=side)
     expected = full.ids[:2] if side == "right" else full.ids[-2:]
-    assert cut.input_ids == cut.ids == expected
+    assert cut.input_ids == cut.ids == expected == tok.encode("one two three four", max_length=2, truncation_side=side)
     assert cut.offsets == (full.offsets[:2] if side == "right" else full.offsets[-2:])
     assert (cut.original_length, cut.truncated) == (len(full), True)
+    assert cut.dropped == ((2, len(full)) if side == "right" else (0, len(full) - 2))
     assert cut.tokenizer_hash == tok.semantic_hash
     same = tok.encode_structured("one two three four", max_length=len(full))
-    assert (same.ids, same.original_length, same.truncated) == (full.ids, len(full), False)
+    assert (same.ids, same.original_length, same.truncated, same.dropped) == (full.ids, len(full), False, None)
     cut.validate(tok.vocab_size)
+    # A run of allowed specials is kept or dropped whole (the budget may then go unused).
+    text = "one<|im_end|><|im_start|>two"
+    runs = tok.encode_structured(text, allowed_special="all", max_length=2, truncation_side=side)
+    assert len(runs.ids) == 1 and runs.special_tokens_mask == [False]
+    assert runs.ids == tok.encode(text, allowed_special="all", max_length=2, truncation_side=side)
 
 
 def test_encode_structured_refuses_bad_truncation_arguments():

@@ -172,7 +172,8 @@ def test_byte_structured_encoding_matches_encode_and_covers_the_text(text):
 
 def test_byte_structured_encoding_truncates_and_says_so():
     enc = ByteTokenizer().encode_structured("héllo", max_length=3, truncation_side="left")
-    assert enc.ids == [108, 108, 111] and enc.original_length == 6 and enc.truncated
+    assert enc.ids == [108, 108, 111] and enc.original_length == 6 and enc.truncated and enc.dropped == (0, 3)
+    assert enc.ids == ByteTokenizer().encode("héllo", max_length=3, truncation_side="left")
     assert enc.tokenizer_hash == ByteTokenizer().semantic_hash
     with pytest.raises(ValueError, match="truncation_side = 'middle'"):
         ByteTokenizer().encode_structured("x", max_length=1, truncation_side="middle")

@@ -212,6 +212,8 @@ def test_char_structured_encoding_marks_specials_and_their_spans():
     assert enc.special_tokens_mask == [True, False, False, True, False, True]
     typed = tok.encode_structured("<eos>")  # not allowed: five ordinary characters
     assert not any(typed.special_tokens_mask) and len(typed.ids) == 5
+    # The budget keeps the inserted <bos> and <eos> and cuts the content between them.
     cut = tok.encode_structured("hello", add_special=True, max_length=3)
-    assert cut.ids == [1, 4, 3] and cut.original_length == 7 and cut.truncated
+    assert cut.ids == [1, 4, 2] and cut.original_length == 7 and cut.truncated and cut.dropped == (2, 6)
+    assert cut.ids == tok.encode("hello", add_special=True, max_length=3)
     assert tok.encode_structured("hé", offset_coordinate="raw_utf8_bytes").offsets == [(0, 1), (1, 3)]

@@ -13,7 +13,7 @@ from tinyllm.tok.base import ByteTokenizer, Tokenizer, check_ids
 from tinyllm.tok.load import load
 
 __all__ = ["BPETokenizer", "ByteTokenizer", "CharTokenizer", "IncrementalDecoder", "SentencePieceTokenizer", "Tokenizer", "UnigramTokenizer",
-           "WordPieceTokenizer", "check_ids", "load"]
+           "WordPieceTokenizer", "check_ids", "encode_chunked", "load", "split_whitespace_or_nonwhitespace"]
 
 
 def __getattr__(name: str):
@@ -32,6 +32,9 @@ def __getattr__(name: str):
     if name == "UnigramTokenizer":
         from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
         return UnigramTokenizer
+    if name in ("encode_chunked", "split_whitespace_or_nonwhitespace"):
+        from tinyllm.tok import long_inputs
+        return getattr(long_inputs, name)
     if name == "WordPieceTokenizer":
         from tinyllm.tok.models.wordpiece_tokenizer import WordPieceTokenizer
         return WordPieceTokenizer

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Optional, Protocol, runtime_checkable
 
 from tinyllm.artifacts.canonical import framed_hash
-from tinyllm.tok.encoded import EncodedSequence, check_structured_options, truncate
+from tinyllm.tok.encoded import EncodedSequence, check_budget, check_structured_options, truncate
 from tinyllm.tok.policy import EMPTY_POLICY, SpecialTokenPolicy, resolve_policy, with_policy_files, write_policy_files
 from tinyllm.tok.text.byte_alphabet import byte_alphabet, byte_of
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet
@@ -252,10 +252,24 @@ class ByteTokenizer(TokenizerBase):
         *,
         allowed_special: SpecialSet = (),
         disallowed_special: SpecialSet = (),
+        max_length: Optional[int] = None,
+        truncation_side: str = "right",
     ) -> list[int]:
+        """The UTF-8 bytes of `text`; with `max_length=N`, the first N ("right") or the last N
+        ("left"), which may cut a character (the budget counts ids, not characters).
+
+        >>> ByteTokenizer().encode("héllo", max_length=2, truncation_side="left")
+        [108, 111]
+        """
         # Validates the policy's names even though no text can match: there are no specials.
         SpecialPolicy.resolve({}, allowed_special, disallowed_special)
-        return list(to_utf8(require_str(text, "encode: text")))
+        ids = list(to_utf8(require_str(text, "encode: text")))
+        if max_length is not None or truncation_side != "right":
+            check_budget(max_length, truncation_side)
+            if max_length is not None and len(ids) > max_length:
+                # No specials, none inserted: the budget is a plain slice.
+                ids = ids[:max_length] if truncation_side == "right" else ids[len(ids) - max_length:]
+        return ids
 
     def encode_structured(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
                           disallowed_special: SpecialSet = (), offset_coordinate: str = "raw_codepoints",

@@ -26,7 +26,8 @@ from typing import Any, Optional
 
 from tinyllm._io import atomic_write_json, read_json_file
 from tinyllm.tok.formats import schema_check as schemas
-from tinyllm.tok.encoded import EncodedSequence, check_structured_options, truncate
+from tinyllm.tok.encoded import (EncodedSequence, check_budget, check_structured_options, content_budget,
+                                 content_window, truncate)
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.policy import with_policy_files
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, split_on_specials
@@ -173,9 +174,28 @@ class CharTokenizer(TokenizerBase):
         *,
         allowed_special: SpecialSet = (),
         disallowed_special: SpecialSet = (),
+        max_length: Optional[int] = None,
+        truncation_side: str = "right",
     ) -> list[int]:
+        """Ids of `text`. With `max_length=N` at most N ids: the inserted `<bos>`/`<eos>` are kept
+        and the content is cut ("right": its end, "left": its start); adjacent allowed specials
+        go or stay together (see `tinyllm.tok.encoded.content_window`).
+
+        >>> tok = CharTokenizer.train(["hello"], specials=("<bos>", "<eos>"))
+        >>> tok.encode("hello", add_special=True, max_length=4)
+        [1, 4, 3, 2]
+        >>> tok.encode("h<eos><eos>", allowed_special="all", max_length=2)  # the run of two goes whole
+        [4]
+        """
         units = self._units(clean_text(require_str(text, "encode: text")), allowed_special, disallowed_special)
         ids = [i for i, _, _, _ in units]
+        if max_length is not None or truncation_side != "right":
+            check_budget(max_length, truncation_side)
+            if max_length is not None:
+                inserted = len(self._bos()) + len(self._eos()) if add_special else 0
+                start, end = content_window([u[3] for u in units], content_budget(max_length, inserted),
+                                            truncation_side)
+                ids = ids[start:end]
         if add_special:
             ids = self._bos() + ids + self._eos()
         return ids

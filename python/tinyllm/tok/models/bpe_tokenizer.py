@@ -33,12 +33,14 @@ class BPETokenizer(PipelineTokenizer):
             self._fast = build_text_engine(self, "BPE", bpe_text_spec(model))
 
     def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
-               disallowed_special: SpecialSet = (), dropout: Optional[float] = None, seed: int = 0,
+               disallowed_special: SpecialSet = (), max_length: Optional[int] = None,
+               truncation_side: str = "right", dropout: Optional[float] = None, seed: int = 0,
                epoch: int = 0, sample_id: int = 0, view: int = 0) -> list[int]:
         """Ids of `text`. With `dropout=p`, BPE-dropout: every eligible merge occurrence is dropped
         with probability p (see `BPEModel.tokenize_dropout`), with randomness keyed by
         (seed, epoch, sample_id, view) (see `tinyllm.tok.stochastic`). p = 0 gives the normal ids,
-        p = 1 the byte tokens.
+        p = 1 the byte tokens. `max_length` / `truncation_side`: the token budget of
+        `PipelineTokenizer.encode`, applied to the drawn ids too.
 
         >>> from tinyllm.tok import load
         >>> tok = load("gpt2")
@@ -50,11 +52,13 @@ class BPETokenizer(PipelineTokenizer):
         """
         if dropout is None:
             return super().encode(text, add_special, allowed_special=allowed_special,
-                                  disallowed_special=disallowed_special)
+                                  disallowed_special=disallowed_special, max_length=max_length,
+                                  truncation_side=truncation_side)
         p = check_probability(dropout, "encode: dropout")
         key = segmentation_key(seed, epoch, sample_id, view)
         return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
-                                  lambda word, rng: self.model.tokenize_dropout(word, p, rng), "encode_dropout", p)
+                                  lambda word, rng: self.model.tokenize_dropout(word, p, rng), "encode_dropout", p,
+                                  max_length, truncation_side)
 
     @classmethod
     def train(cls, corpus, vocab_size: int, *, min_frequency: int = 2, special_tokens=(), pattern: str = "gpt2",

@@ -4,6 +4,8 @@ regularization by sampling; it runs on the Rust engine when the pipeline allows.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from tinyllm.tok.models.engines import build_text_engine
 from tinyllm.tok.models.unigram import UnigramModel
 from tinyllm.tok.pipeline import PipelineTokenizer
@@ -42,20 +44,24 @@ class UnigramTokenizer(PipelineTokenizer):
         self._fast = _build_engine(self)
 
     def encode(self, text: str, add_special: bool = False, *, allowed_special: SpecialSet = (),
-               disallowed_special: SpecialSet = (), sample: bool = False, alpha: float = 1.0,
+               disallowed_special: SpecialSet = (), max_length: Optional[int] = None,
+               truncation_side: str = "right", sample: bool = False, alpha: float = 1.0,
                seed: int = 0, epoch: int = 0, sample_id: int = 0, view: int = 0) -> list[int]:
         """Ids of `text`; with `sample=True`, a segmentation drawn with temperature `alpha` (> 0)
         instead of the most probable one, keyed by (seed, epoch, sample_id, view): each a
-        non-negative integer below 2**64."""
+        non-negative integer below 2**64. `max_length` / `truncation_side`: the token budget of
+        `PipelineTokenizer.encode`, applied to the drawn ids too."""
         if not sample:
             return super().encode(text, add_special, allowed_special=allowed_special,
-                                  disallowed_special=disallowed_special)
+                                  disallowed_special=disallowed_special, max_length=max_length,
+                                  truncation_side=truncation_side)
         if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not 0 < alpha < float("inf"):
             raise ValueError(f"encode: alpha = {alpha!r}; expected a finite number > 0")
         key = segmentation_key(seed, epoch, sample_id, view)
         alpha = float(alpha)
         return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
-                                  lambda word, rng: self.model.sample(word, alpha, rng), "encode_sample", alpha)
+                                  lambda word, rng: self.model.sample(word, alpha, rng), "encode_sample", alpha,
+                                  max_length, truncation_side)
 
     @classmethod
     def train(cls, corpus, vocab_size: int, *, special_tokens=("<unk>",), unk_token: str = "<unk>",
