@@ -179,3 +179,14 @@ def test_checkpoint_from_a_model_directory(tmp_path):
     tok = load(tmp_path)
     assert (c.tokenizer_semantic_hash, c.template_hash) == (tok.semantic_hash, ChatTemplate.from_dir(tmp_path).hash)
     assert c.vocab_size == 49152 and c.model_revision == "smollm2@main"
+
+
+def test_a_checkpoint_gives_its_model_state_for_the_cache_keys():
+    c = Checkpoint("a" * 64, "b" * 64, 10, model_revision="m@1", adapter="lora", extra_inputs={"image": "x"})
+    state = c.model_state()
+    assert (state.model_revision, state.adapter, state.position_policy, state.extra_inputs) == \
+        ("m@1", "lora", "absolute", {"image": "x"})
+    with pytest.raises(ValueError, match="Checkpoint.model_revision: None; expected the model's revision"):
+        Checkpoint("a" * 64, "b" * 64, 10).model_state()
+    with pytest.raises(ValueError, match="Checkpoint.extra_inputs: .* is a float"):
+        Checkpoint("a" * 64, "b" * 64, 10, extra_inputs=[0.5])

@@ -67,18 +67,23 @@ class ModelState:
     def __post_init__(self) -> None:
         if not isinstance(self.model_revision, str) or not self.model_revision:
             raise ValueError(f"ModelState.model_revision: expected a non-empty string, found {self.model_revision!r}")
-        if self.adapter is not None and not isinstance(self.adapter, str):
-            raise ValueError(f"ModelState.adapter: expected a string or None, found {self.adapter!r}")
-        if not isinstance(self.position_policy, str) or not self.position_policy:
-            raise ValueError(f"ModelState.position_policy: expected a non-empty string, found {self.position_policy!r}")
-        try:
-            canonical_bytes(self.extra_inputs)
-        except ValueError as e:
-            raise ValueError(f"ModelState.extra_inputs: {e}") from None
+        check_state_fields("ModelState", self.adapter, self.position_policy, self.extra_inputs)
 
     def fields(self) -> dict:
         return {"model_revision": self.model_revision, "adapter": self.adapter,
                 "position_policy": self.position_policy, "extra_inputs": self.extra_inputs}
+
+
+def check_state_fields(owner: str, adapter, position_policy, extra_inputs) -> None:
+    """The optional state fields a `ModelState` and a `Checkpoint` share; ValueError names them."""
+    if adapter is not None and not isinstance(adapter, str):
+        raise ValueError(f"{owner}.adapter: expected a string or None, found {adapter!r}")
+    if not isinstance(position_policy, str) or not position_policy:
+        raise ValueError(f"{owner}.position_policy: expected a non-empty string, found {position_policy!r}")
+    try:
+        canonical_bytes(extra_inputs)
+    except ValueError as e:
+        raise ValueError(f"{owner}.extra_inputs: {e}") from None
 
 
 def state_identity(request, key_mode: str, model_state: ModelState) -> dict:

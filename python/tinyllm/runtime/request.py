@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from tinyllm.artifacts.canonical import canonical_bytes
+from tinyllm.runtime.prefix_cache import ModelState, check_state_fields
 from tinyllm.seq.chat import POST_PROCESSOR, TEMPLATE, CompiledSequence, check_mode
 
 #: Ids travel as unsigned 32-bit integers into the cache-key core; no vocabulary comes near.
@@ -150,16 +150,16 @@ class Checkpoint:
         v = self.vocab_size
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"Checkpoint.vocab_size: expected an integer >= 1, found {v!r}")
-        for name in ("model_revision", "adapter"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"Checkpoint.{name}: expected a string or None, found {value!r}")
-        if not isinstance(self.position_policy, str) or not self.position_policy:
-            raise ValueError(f"Checkpoint.position_policy: expected a non-empty string, found {self.position_policy!r}")
-        try:
-            canonical_bytes(self.extra_inputs)
-        except ValueError as e:
-            raise ValueError(f"Checkpoint.extra_inputs: {e}") from None
+        if self.model_revision is not None and not isinstance(self.model_revision, str):
+            raise ValueError(f"Checkpoint.model_revision: expected a string or None, found {self.model_revision!r}")
+        check_state_fields("Checkpoint", self.adapter, self.position_policy, self.extra_inputs)
+
+    def model_state(self) -> ModelState:
+        """The state-changing identity z of this checkpoint, for `cache_blocks` (it needs the
+        model revision)."""
+        if not self.model_revision:
+            raise ValueError("Checkpoint.model_revision: None; expected the model's revision to key its cache")
+        return ModelState(self.model_revision, self.adapter, self.position_policy, self.extra_inputs)
 
     @classmethod
     def from_bundle(cls, bundle: dict, **state) -> "Checkpoint":
