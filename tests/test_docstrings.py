@@ -58,6 +58,10 @@ MODULES = [
     "tinyllm.tok.long_inputs",
     "tinyllm.runtime.request",
     "tinyllm.runtime.prefix_cache",
+    "tinyllm.eval.calculators",
+    "tinyllm.eval.records",
+    "tinyllm.eval.metrics",
+    "tinyllm.eval.words",
 ]
 
 

@@ -29,6 +29,8 @@ PUBLIC = {
     "tinyllm.seq.encoded": ["EncodedSequence"],
     "tinyllm.runtime": ["compile_request", "CompiledRequest", "Checkpoint", "RequestRefused", "ModelState",
                         "cache_blocks", "match_prefix"],
+    "tinyllm.eval": ["evaluate", "Report", "Record", "validate_split_manifest", "read_manifest", "write_manifest",
+                     "vocab_cost", "positions", "prefix_stable"],
     "tinyllm.cli": ["main"],
 }
 
