@@ -62,6 +62,12 @@ MODULES = [
     "tinyllm.eval.records",
     "tinyllm.eval.metrics",
     "tinyllm.eval.words",
+    "tinyllm.eval.selection",
+    "tinyllm.eval.row_exposure",
+    "tinyllm.eval.seed_candidates",
+    "tinyllm.eval.plots",
+    "tinyllm.eval.report_html",
+    "tinyllm.eval.command",
 ]
 
 

@@ -30,7 +30,8 @@ PUBLIC = {
     "tinyllm.runtime": ["compile_request", "CompiledRequest", "Checkpoint", "RequestRefused", "ModelState",
                         "cache_blocks", "match_prefix"],
     "tinyllm.eval": ["evaluate", "Report", "Record", "validate_split_manifest", "read_manifest", "write_manifest",
-                     "vocab_cost", "positions", "prefix_stable"],
+                     "vocab_cost", "positions", "prefix_stable", "select", "Selection", "Gates", "exposure",
+                     "reachable"],
     "tinyllm.cli": ["main"],
 }
 

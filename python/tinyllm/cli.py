@@ -12,6 +12,9 @@
     tinyllm reconcile bundle.json            # "ok <bundle hash>", or the failed check and its field
     tinyllm manifest model/ -o manifest.json # semantic and release hashes, release files, policy
     tinyllm doctor model/ [--json]           # the failure lab: one line per check; exit 1 on an error
+    tinyllm eval gpt2 o200k --data a.txt b.txt --baseline bytes --html report.html   # corpus metrics by slice
+    tinyllm calc vocab --vocab-size 128000 --d-model 4096   # parameters, logit work, MiB
+    tinyllm calc positions "A naïve cat."    # positions of ByT5, CANINE, Charformer, MEGABYTE (, BLT)
 
 Errors print one line on stderr and exit with status 2 (`doctor` exits 1 when it finds an error).
 """
@@ -360,6 +363,10 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("path", help="a model directory, a bundle JSON file or a preset name")
     doc.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     doc.set_defaults(run=_cmd_doctor)
+
+    from tinyllm.eval.command import add_parsers as add_eval_parsers
+
+    add_eval_parsers(sub, tok_help)
 
     gold = sub.add_parser("golden", help="record golden cases of a tokenizer, or check it against them")
     verbs = gold.add_subparsers(dest="golden_command", metavar="{make,verify}", parser_class=_Parser, required=True)

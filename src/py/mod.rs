@@ -4,7 +4,7 @@
 //! One file per area, each a thin layer over the core (errors become `ValueError` with the core's
 //! message, work runs with the GIL released):
 //!
-//! - `text`: `str` to UTF-8, the byte alphabet, `Utf8Decoder`;
+//! - `text`: `str` to UTF-8, the byte alphabet, `Utf8Decoder`, `uax29_word_counts`;
 //! - `stages`: pre-tokenizers and BERT stages on their own (for testing against the reference);
 //! - `engines`: `BpeEngine` and `TextEngine`, over `id_lists` (ids handed back as Python lists);
 //! - `models`: `UnigramModel` on its own;
@@ -52,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text::encode_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(text::clean_text, m)?)?;
     m.add_class::<text::PyUtf8Decoder>()?;
+    m.add_function(wrap_pyfunction!(text::uax29_word_counts, m)?)?;
     // stages
     m.add_function(wrap_pyfunction!(stages::pre_tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(stages::pre_tokenize_count, m)?)?;

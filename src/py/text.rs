@@ -1,10 +1,11 @@
 //! Text helpers of `tinyllm._core`: Python `str` to UTF-8 (lone surrogates replaced), the GPT-2
-//! byte alphabet, and the streaming UTF-8 decoder (`tinyllm.tok.text` is the Python side).
+//! byte alphabet, the streaming UTF-8 decoder (`tinyllm.tok.text` is the Python side), and the
+//! UAX #29 word counter (`tinyllm.eval.words` is the Python side).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-use crate::text::{byte_alphabet as bytemap, utf8};
+use crate::text::{byte_alphabet as bytemap, utf8, words};
 
 /// Borrow a Python `str` as UTF-8, replacing lone surrogates by U+FFFD.
 ///
@@ -57,6 +58,21 @@ pub(super) fn encode_utf8<'py>(
 #[pyfunction]
 pub(super) fn clean_text<'py>(text: &Bound<'py, PyString>) -> PyResult<String> {
     Ok(text_as_utf8(text)?.into_owned())
+}
+
+/// The number of UAX #29 words (segments holding a letter, number or ideograph) in each of
+/// `texts`, counted in parallel with the GIL released; lone surrogates count as U+FFFD.
+#[pyfunction]
+pub(super) fn uax29_word_counts(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyString>>,
+) -> PyResult<Vec<usize>> {
+    let owned = texts
+        .iter()
+        .map(text_as_utf8)
+        .collect::<PyResult<Vec<_>>>()?;
+    let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+    Ok(py.detach(|| words::word_counts(&views)))
 }
 
 /// Streaming UTF-8 decoder with maximal-subpart replacement.

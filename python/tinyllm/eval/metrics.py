@@ -109,6 +109,16 @@ class Report:
     amplification: dict[str, Optional[float]] = field(default_factory=dict)
     deltas: dict[str, int] = field(default_factory=dict)
     slices: dict[str, "Report"] = field(default_factory=dict)
+    #: Tokens per record, in record order (for length distributions); left out of `to_json`.
+    lengths: tuple[int, ...] = field(default=(), repr=False)
+    #: Final emissions per id (index = id), over the whole set only (empty in slices): the
+    #: exposure of each vocabulary row; left out of `to_json`, which carries `emitted_ids`.
+    exposure: tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def emitted_ids(self) -> int:
+        """How many distinct ids were emitted at least once."""
+        return sum(1 for c in self.exposure if c)
 
     def to_json(self) -> dict[str, Any]:
         """A plain JSON-safe dict (lists for tuples, nested dicts for slices; floats are finite).
@@ -120,6 +130,8 @@ class Report:
         out: dict[str, Any] = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if name in ("lengths", "exposure"):
+                continue  # one entry per record / per id: too long for a summary
             if name == "slices":
                 value = {key: report.to_json() for key, report in value.items()}
             elif isinstance(value, tuple):
@@ -306,6 +318,7 @@ class _PerRecord:
     k: np.ndarray
     failed: np.ndarray
     nb: Optional[np.ndarray]
+    exposure: np.ndarray
 
 
 def _check_records(records: Iterable[Record]) -> list[Record]:
@@ -372,8 +385,10 @@ def _measure(tokenizer, records: list[Record], words: Optional[Callable[[str], i
         nb = utf8  # one id per UTF-8 byte, by the byte tokenizer's definition
     else:
         nb = np.diff(_encode(baseline, texts)[1])
+    exposure = np.bincount(ids, minlength=int(getattr(tokenizer, "vocab_size", 0) or 0)) if len(ids) else \
+        np.zeros(int(getattr(tokenizer, "vocab_size", 0) or 0), np.int64)
     return _PerRecord([r.record_id for r in records], n, utf8, codepoints, _count_words(records, words), q, k,
-                      failed, nb)
+                      failed, nb, exposure)
 
 
 def _report(m: _PerRecord, rows: np.ndarray, max_length: Optional[int]) -> Report:
@@ -418,6 +433,7 @@ def _report(m: _PerRecord, rows: np.ndarray, max_length: Optional[int]) -> Repor
         baseline_tokens=baseline_tokens,
         amplification_total=amplification,
         deltas=deltas,
+        lengths=tuple(n.tolist()),
     )
 
 
@@ -466,7 +482,8 @@ def evaluate(tokenizer, records: Sequence[Record], *, max_length: Optional[int] 
     report = _report(measured, np.arange(len(records)), max_length)
     amplification = {name: r.amplification_total for name, r in slices.items()} if baseline is not None else {}
     return Report(**{**{name: getattr(report, name) for name in report.__dataclass_fields__},
-                     "slices": slices, "amplification": amplification})
+                     "slices": slices, "amplification": amplification,
+                     "exposure": tuple(measured.exposure.tolist())})
 
 
 __all__ = ["Report", "evaluate"]

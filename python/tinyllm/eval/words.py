@@ -19,11 +19,13 @@ has no dictionary; Katakana runs stay together):
 >>> uax29_word_counts(["a:b a.b 1,2 1.a __", ""])
 [5, 0]
 
-`uax29_word_counts` applies the UAX #29 rules (WB3 to WB13b; WB3d and WB15/16 only join
-characters that are never words) to whole arrays of code points with numpy, so counting costs a
-fraction of what the `regex` module's own word boundaries cost. On every document of the shared
-corpora it counts the same words as segmenting with Rust's unicode-segmentation 1.13 (the crate
-Hugging Face uses) and applying the rule above.
+`uax29_word_counts` counts in the Rust core when it is selected (`tinyllm._core.uax29_word_counts`:
+unicode-segmentation 1.13's `split_word_bounds`, the crate Hugging Face uses, and the rule above,
+texts in parallel). Otherwise, and as the readable reference, it applies the UAX #29 rules (WB3 to
+WB13b; WB3d and WB15/16 only join characters that are never words) to whole arrays of code points
+with numpy, so counting costs a fraction of what the `regex` module's own word boundaries cost.
+The two count the same words on every document of the shared corpora (the tests hold them equal
+there and on random text).
 `uax29_word_count_reference` counts with the `regex` module's WORD flag, ``(?w)``: the tests
 hold the two equal, except where ``regex`` does not look through Extend, Format and ZWJ in
 WB6/7 and WB11/12 (it splits "e\u0301:a", which UAX #29's WB4 keeps whole).
@@ -39,6 +41,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import regex
+
+from tinyllm import _native
 
 # Word_Break classes as small codes (UAX #29 table 3; Format joins Extend: the rules treat them
 # alike), and for each the properties the rules test, as bits.
@@ -166,10 +170,22 @@ def _word_starts(text: str) -> np.ndarray:
 
 
 def uax29_word_counts(texts: Sequence[str]) -> list[int]:
-    """The number of words (see the module docstring) in each of `texts`.
+    """The number of words (see the module docstring) in each of `texts`: in the Rust core when
+    it is selected, else by `uax29_word_counts_numpy`."""
+    core = _native.core
+    if core is not None:
+        return core.uax29_word_counts(list(texts))
+    return uax29_word_counts_numpy(texts)
+
+
+def uax29_word_counts_numpy(texts: Sequence[str]) -> list[int]:
+    """`uax29_word_counts` with numpy, the reference of the Rust counter.
 
     Texts are joined with line feeds, which are word boundaries on both sides (WB3a, WB3b), and
     counted a few million code points at a time.
+
+    >>> uax29_word_counts_numpy(["a:b a.b 1,2 1.a __", ""])
+    [5, 0]
     """
     counts = [0] * len(texts)
     k = 0
