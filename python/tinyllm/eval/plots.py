@@ -55,7 +55,7 @@ def bytes_per_token_by_slice(reports: Mapping[str, Report]) -> bytes:
     for k, (name, report) in enumerate(reports.items()):
         values = [(_slice(report, s).bytes_per_token or 0.0) if _slice(report, s) else 0.0 for s in slices]
         ax.bar([i + k * width for i in range(len(slices))], values, width, label=name)
-    ax.set_xticks([i + width * (len(reports) - 1) / 2 for i in range(len(slices))], slices)
+    ax.set_xticks([i + width * (len(reports) - 1) / 2 for i in range(len(slices))], slices, rotation=35, ha="right")
     ax.set_ylabel("bytes per token (ratio of totals)")
     ax.set_title("Compression by slice (higher is fewer tokens)")
     ax.legend(fontsize="small")
@@ -66,7 +66,8 @@ def length_distributions(reports: Mapping[str, Report]) -> bytes:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     longest = max((max(r.lengths, default=1) for r in reports.values()), default=1)
-    edges = [1.0]
+    shortest = min((min((n for n in r.lengths if n > 0), default=1) for r in reports.values()), default=1)
+    edges = [max(1.0, shortest / 1.25)]  # from the shortest record, not from 1: no empty decades
     while edges[-1] <= longest:
         edges.append(edges[-1] * 1.25)
     for name, report in reports.items():
@@ -88,7 +89,7 @@ def amplification_heatmap(reports: Mapping[str, Report]) -> bytes:
              for s in slices] for n in names]
     fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(slices) + 2), 0.6 * len(names) + 1.6))
     image = ax.imshow(grid, cmap="viridis_r", aspect="auto")
-    ax.set_xticks(range(len(slices)), slices)
+    ax.set_xticks(range(len(slices)), slices, rotation=35, ha="right")
     ax.set_yticks(range(len(names)), names)
     for i, row in enumerate(grid):
         for j, value in enumerate(row):
