@@ -47,15 +47,21 @@ def _slice(report: Report, name: str) -> Report:
     return report if name == "(all)" else report.slices.get(name)
 
 
+def _grouped_bars(ax, groups, series: Mapping[str, list], rotation: int = 0) -> None:
+    """One group of bars per entry of `groups`, one bar per series (a tokenizer) in each."""
+    width = 0.8 / max(1, len(series))
+    for k, (name, values) in enumerate(series.items()):
+        ax.bar([i + k * width for i in range(len(groups))], values, width, label=name)
+    centres = [i + width * (len(series) - 1) / 2 for i in range(len(groups))]
+    ax.set_xticks(centres, groups, rotation=rotation, ha="right" if rotation else "center")
+
+
 def bytes_per_token_by_slice(reports: Mapping[str, Report]) -> bytes:
     plt = _pyplot()
     slices = ["(all)", *[s for s in _slice_names(reports) if s != "(all)"]]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(slices) * max(1, len(reports)) / 2), 3.6))
-    width = 0.8 / max(1, len(reports))
-    for k, (name, report) in enumerate(reports.items()):
-        values = [(_slice(report, s).bytes_per_token or 0.0) if _slice(report, s) else 0.0 for s in slices]
-        ax.bar([i + k * width for i in range(len(slices))], values, width, label=name)
-    ax.set_xticks([i + width * (len(reports) - 1) / 2 for i in range(len(slices))], slices, rotation=35, ha="right")
+    _grouped_bars(ax, slices, {name: [(_slice(report, s).bytes_per_token or 0.0) if _slice(report, s) else 0.0
+                                      for s in slices] for name, report in reports.items()}, rotation=35)
     ax.set_ylabel("bytes per token (ratio of totals)")
     ax.set_title("Compression by slice (higher is fewer tokens)")
     ax.legend(fontsize="small")
@@ -123,11 +129,7 @@ def exposure_buckets(exposure) -> list[int]:
 def exposure_histogram(reports: Mapping[str, Report]) -> bytes:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
-    width = 0.8 / max(1, len(reports))
-    for k, (name, report) in enumerate(reports.items()):
-        ax.bar([i + k * width for i in range(len(EXPOSURE_BUCKETS))], exposure_buckets(report.exposure), width,
-               label=name)
-    ax.set_xticks([i + width * (len(reports) - 1) / 2 for i in range(len(EXPOSURE_BUCKETS))], EXPOSURE_BUCKETS)
+    _grouped_bars(ax, EXPOSURE_BUCKETS, {name: exposure_buckets(r.exposure) for name, r in reports.items()})
     ax.set_yscale("symlog")
     ax.set_xlabel("final emissions of a vocabulary row")
     ax.set_ylabel("rows")
