@@ -68,6 +68,7 @@ MODULES = [
     "tinyllm.eval.plots",
     "tinyllm.eval.report_html",
     "tinyllm.eval.command",
+    "tinyllm.eval.sweep",
 ]
 
 

@@ -1,9 +1,10 @@
-"""The `tinyllm eval` and `tinyllm calc` commands (the CLI registers them; the work is here).
+"""The `tinyllm eval`, `tinyllm calc` and `tinyllm sweep` commands (the CLI registers them; the work is here).
 
     tinyllm eval gpt2 o200k --data corpus/*.txt --baseline bytes --html report.html
     tinyllm eval gpt2 --data manifest.jsonl --split validation --slice-by script --json
     tinyllm calc vocab --vocab-size 128000 --d-model 4096
     tinyllm calc positions "A naïve cat." --patch 4
+    tinyllm sweep bpe corpus/*.txt --sizes 8k,16k,32k,64k --d-model 4096 --save candidates/
 
 Data: a `.jsonl` file is a split manifest (`tinyllm.eval.records`); any other file is text, cut
 into documents of whole lines of at least 2,000 characters, one group per file, the file's name
@@ -146,8 +147,34 @@ def cmd_calc(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from tinyllm.eval.sweep import parse_sizes, sweep_bpe, table
+
+    sizes = parse_sizes(args.sizes, "--sizes")
+    texts = []
+    for name in args.corpus:
+        try:
+            texts.append(Path(name).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"CORPUS: {name}: cannot read it as UTF-8 text ({e})") from None
+    rows = sweep_bpe(texts, sizes, holdout=args.holdout_every, d_model=args.d_model,
+                     min_frequency=args.min_frequency, progress=True)
+    if args.json:
+        sys.stdout.write(json.dumps({"corpus": list(args.corpus), "holdout_every": args.holdout_every,
+                                     "d_model": args.d_model, "training": rows[-1].tokenizer.training_report,
+                                     "rows": [row.to_json() for row in rows]}, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(table(rows, args.d_model) + "\n")
+    if args.save:
+        for row in rows:
+            target = Path(args.save) / f"bpe-{row.requested_size}"
+            row.tokenizer.save(target)
+            sys.stderr.write(f"wrote {target}\n")
+    return 0
+
+
 def add_parsers(sub, tok_help: str) -> None:
-    """Register `eval` and `calc` on the CLI's subparsers (imports nothing of the evaluation)."""
+    """Register `eval`, `calc` and `sweep` on the CLI's subparsers (imports nothing of the evaluation)."""
     ev = sub.add_parser("eval", help="measure tokenizers on a corpus: ratios of totals by slice, HTML report")
     ev.add_argument("tokenizers", nargs="+", metavar="TOK", help=tok_help + "; 'bytes' is the byte tokenizer")
     ev.add_argument("--data", nargs="+", required=True, metavar="FILE",
@@ -179,3 +206,17 @@ def add_parsers(sub, tok_help: str) -> None:
     pos.add_argument("--patch", type=int, default=4, help="MEGABYTE's patch size")
     pos.add_argument("--starts", help="BLT patch starts, comma-separated byte offsets")
     calc.set_defaults(run=cmd_calc)
+
+    sweep = sub.add_parser("sweep", help="vocabulary-size sweep: nested candidates measured on held-out text")
+    kinds = sweep.add_subparsers(dest="sweep_command", required=True)
+    bpe = kinds.add_parser("bpe", help="one byte-level BPE at the largest size, smaller ones from its merge prefixes")
+    bpe.add_argument("corpus", nargs="+", metavar="CORPUS", help="UTF-8 text files (cut into documents)")
+    bpe.add_argument("--sizes", required=True,
+                     help="comma-separated vocabulary sizes: '8k' = 8000, '8ki' = 8192, or plain integers")
+    bpe.add_argument("--d-model", type=int, default=4096, help="hidden width for the vocabulary parameters")
+    bpe.add_argument("--holdout-every", type=int, default=10, metavar="N",
+                     help="hold out every N-th document (numbered over all files in order)")
+    bpe.add_argument("--min-frequency", type=int, default=2, help="the trainer's minimum pair count")
+    bpe.add_argument("--json", action="store_true", help="print the rows as JSON")
+    bpe.add_argument("--save", metavar="DIR", help="write each candidate to DIR/bpe-SIZE/")
+    sweep.set_defaults(run=cmd_sweep)
