@@ -7,7 +7,7 @@ import pytest
 
 from tests.peers import SHARED, require_shared
 from tinyllm.cli import main
-from tinyllm.eval.command import _documents
+from tinyllm.eval.records import line_documents
 from tinyllm.eval.sweep import parse_sizes, split_documents, sweep_bpe, table
 from tinyllm.tok import load
 from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
@@ -49,7 +49,7 @@ def test_largest_candidate_is_the_trained_tokenizer(botchan, rows):
 
 
 def test_split_rule(botchan):
-    docs = _documents(botchan)
+    docs = line_documents(botchan.splitlines(keepends=True))
     fit, held = split_documents([botchan], 5)
     assert held == docs[4::5] and fit == [d for j, d in enumerate(docs, 1) if j % 5]
 

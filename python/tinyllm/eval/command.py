@@ -40,23 +40,9 @@ def dominant_script(text: str) -> str:
     return best[0] if best[1] > 0 else "none"
 
 
-def _documents(text: str) -> list[str]:
-    docs, current = [], []
-    length = 0
-    for line in text.splitlines(keepends=True):
-        current.append(line)
-        length += len(line)
-        if length >= DOCUMENT_CHARS:
-            docs.append("".join(current))
-            current, length = [], 0
-    if current:
-        docs.append("".join(current))
-    return docs
-
-
 def load_records(paths, split: str | None = None, slice_by: str = "field") -> list:
     """The `Record`s of `--data` (see the module docstring)."""
-    from tinyllm.eval.records import Record, read_manifest  # here: the CLI starts without it
+    from tinyllm.eval.records import Record, line_documents, read_manifest  # here: the CLI starts without it
 
     records: list[Record] = []
     for name in paths:
@@ -70,7 +56,7 @@ def load_records(paths, split: str | None = None, slice_by: str = "field") -> li
         except (OSError, UnicodeDecodeError) as e:
             raise ValueError(f"--data: {path}: cannot read it as UTF-8 text ({e})") from None
         records += [Record(f"{path}#{k}", str(path), "validation", doc, slice=path.stem)
-                    for k, doc in enumerate(_documents(text))]
+                    for k, doc in enumerate(line_documents(text.splitlines(keepends=True), DOCUMENT_CHARS))]
     if not records:
         raise ValueError(f"--data: no records in {', '.join(map(str, paths))}"
                          + (f" with split {split!r}" if split else ""))

@@ -59,6 +59,26 @@ def _check_count(name: str, value: object) -> None:
         raise ValueError(f"Record: {name} = {show(value)}; expected None or a non-negative int")
 
 
+
+def line_documents(lines: Iterable[str], size: int = 2000) -> list[str]:
+    """`lines` (with their line ends) joined into documents of at least `size` characters, each
+    ending at a line end; the last may be shorter. The unit `tinyllm eval --data`, the sweep and
+    the benchmarks cut corpora into.
+
+    >>> line_documents(["ab\\n", "cd\\n", "e"], size=4)
+    ['ab\\ncd\\n', 'e']
+    """
+    docs, current, length = [], [], 0
+    for line in lines:
+        current.append(line)
+        length += len(line)
+        if length >= size:
+            docs.append("".join(current))
+            current, length = [], 0
+    if current:
+        docs.append("".join(current))
+    return docs
+
 @dataclass(frozen=True)
 class Record:
     """One document: `record_id`, `group_id`, `split` and `text` are required; `slice` names the

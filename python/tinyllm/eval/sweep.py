@@ -10,7 +10,7 @@ varies (the seed's "append-only width", 003 lines 2582 and 2632-2646). The sweep
 every pair of neighbouring candidates (an AssertionError there would be a bug, not bad input).
 
 Split rule (deterministic, declared): each text is cut into documents of whole lines of at least
-2,000 characters (`tinyllm.eval.command._documents`, the rule of `tinyllm eval --data`); the
+2,000 characters (`tinyllm.eval.records.line_documents`, the rule of `tinyllm eval --data`); the
 documents are numbered 1, 2, 3, ... over all texts in the order given, and document j is held out
 when j % holdout == 0 (every `holdout`-th document, 10 by default); the rest is the fit split.
 Training sees the fit documents only; every candidate is measured with `evaluate` on the held-out
@@ -81,7 +81,7 @@ def split_documents(corpus_texts: Sequence[str], holdout: int = 10) -> tuple[lis
     >>> len(fit), len(held)
     (3, 2)
     """
-    from tinyllm.eval.command import _documents
+    from tinyllm.eval.records import line_documents
 
     if isinstance(corpus_texts, (str, bytes)):
         raise ValueError(f"corpus_texts: found a single {type(corpus_texts).__name__}; expected a sequence "
@@ -95,7 +95,7 @@ def split_documents(corpus_texts: Sequence[str], holdout: int = 10) -> tuple[lis
     for k, text in enumerate(corpus_texts):
         if not isinstance(text, str):
             raise ValueError(f"corpus_texts[{k}]: found {type(text).__name__}; expected a str")
-        for doc in _documents(text):
+        for doc in line_documents(text.splitlines(keepends=True)):
             number += 1
             (held if number % holdout == 0 else fit).append(doc)
     if not held:
