@@ -432,3 +432,56 @@ engine_pymethods!(PyTextEngine {
         })
     }
 });
+
+/// Native-endian u32 / u64 values of a bytes buffer (numpy's `tobytes()`).
+fn ne_values<const N: usize, T>(
+    data: &[u8],
+    what: &str,
+    from: fn([u8; N]) -> T,
+) -> PyResult<Vec<T>> {
+    if data.len() % N != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{what}: {} bytes is not a multiple of {N}",
+            data.len()
+        )));
+    }
+    Ok(data
+        .chunks_exact(N)
+        .map(|c| from(c.try_into().unwrap()))
+        .collect())
+}
+
+/// `joined_bytes_differ(ids, offsets, blob, token_offsets, texts)`: for each text, whether its
+/// ids' token bytes joined differ from its UTF-8 (see `engines::joined_bytes_differ`). `ids` is
+/// uint32 and `offsets` / `token_offsets` uint64, as native-endian bytes; the answer is one byte
+/// (0 or 1) per text. Runs with the GIL released. A text with a lone surrogate has no UTF-8: it
+/// always differs (so the caller decodes it).
+#[pyfunction]
+pub(super) fn joined_bytes_differ<'py>(
+    py: Python<'py>,
+    ids: &[u8],
+    offsets: &[u8],
+    blob: &[u8],
+    token_offsets: &[u8],
+    texts: Vec<Bound<'py, PyString>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let ids = ne_values(ids, "ids", u32::from_ne_bytes)?;
+    let offsets = ne_values(offsets, "offsets", u64::from_ne_bytes)?;
+    let token_offsets = ne_values(token_offsets, "token_offsets", u64::from_ne_bytes)?;
+    let owned = texts
+        .iter()
+        .map(text_as_utf8)
+        .collect::<PyResult<Vec<_>>>()?;
+    let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+    let differ = py
+        .detach(|| {
+            crate::engines::joined_bytes_differ(&ids, &offsets, blob, &token_offsets, &views)
+        })
+        .map_err(PyValueError::new_err)?;
+    let flags: Vec<u8> = differ
+        .into_iter()
+        .zip(&owned)
+        .map(|(d, text)| u8::from(d || matches!(text, std::borrow::Cow::Owned(_))))
+        .collect();
+    Ok(PyBytes::new(py, &flags))
+}

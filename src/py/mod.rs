@@ -69,6 +69,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engines::PyBpeEngine>()?;
     m.add_class::<engines::PyTextEngine>()?;
     m.add_class::<models::PyUnigramModel>()?;
+    m.add_function(wrap_pyfunction!(engines::joined_bytes_differ, m)?)?;
     // file formats
     m.add_function(wrap_pyfunction!(formats::read_spm_table, m)?)?;
     m.add_class::<formats::PySpmPieceTable>()?;

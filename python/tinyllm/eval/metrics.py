@@ -52,6 +52,7 @@ the positions of the text itself, and the ids whose decode must give the text ba
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tinyllm import _native
 from tinyllm.eval.records import Record
 from tinyllm.eval.words import uax29_word_counts
 from tinyllm.tok.base import ByteTokenizer
@@ -213,12 +215,49 @@ def _encode(tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Tables:
-    """token_bytes of the ids that occur, asked once per id (not once per token), and the bytes
-    of every token of the batch through them: `length` (per token, inside a sequence),
-    `placed_length` / `placed_start` (per token, as placed: each record's first token as the
-    first, which the WordPiece and Metaspace decoders treat differently), into `blob`."""
+    """token_bytes of the ids that occur, and the bytes of every token of the batch through them:
+    `single` (per token: one byte inside a sequence), `placed_length` / `placed_start` (per
+    token, as placed: each record's first token as the first, which the WordPiece and Metaspace
+    decoders treat differently), into `blob`. `vocab` is the tokenizer's `vocab_token_bytes()`
+    (every id's bytes, position independent) when it has them, else None and `token_bytes` is
+    asked once per distinct id (not once per token)."""
 
     def __init__(self, tokenizer, ids: np.ndarray, offsets: np.ndarray, placed: bool) -> None:
+        vocab = getattr(tokenizer, "vocab_token_bytes", None)
+        vocab = vocab() if vocab is not None else None
+        if vocab is not None:
+            self._from_vocab(vocab, ids, offsets, placed)
+        else:
+            self._per_id(tokenizer, ids, offsets, placed)
+
+    def _from_vocab(self, vocab: tuple[np.ndarray, np.ndarray], ids: np.ndarray, offsets: np.ndarray,
+                    placed: bool) -> None:
+        """The fast path: `vocab_token_bytes()` gave every id's bytes at once (position independent,
+        so a first token's bytes are its bytes). Same tables as `_per_id`, without a call per id;
+        `tests/eval/test_metrics_fast.py` checks that the two agree."""
+        self.vocab = vocab
+        self.blob, offsets_of_id = vocab
+        kind = np.int32 if len(self.blob) < 2 ** 31 else np.int64
+        start = offsets_of_id[:-1].astype(kind)
+        lengths = np.diff(offsets_of_id)
+        self.single = (lengths == 1)[ids]
+        # placed_length / placed_start only when `_suspects` (the reference) asks for them: the
+        # Rust comparison reads `vocab` directly.
+        self._placed = lambda: (lengths.astype(kind)[ids], start[ids])
+
+    @functools.cached_property
+    def placed_length(self) -> np.ndarray:
+        return self._placed()[0]
+
+    @functools.cached_property
+    def placed_start(self) -> np.ndarray:
+        return self._placed()[1]
+
+    def _per_id(self, tokenizer, ids: np.ndarray, offsets: np.ndarray, placed: bool) -> None:
+        """The reference: `token_bytes` asked once per distinct id (and once per distinct first id,
+        with first=True). Tokenizers without `vocab_token_bytes` take this path (the cost it always
+        had, not a slow path)."""
+        self.vocab = None
         present = np.flatnonzero(np.bincount(ids)) if len(ids) else np.zeros(0, np.int64)
         width = int(present[-1]) + 1 if len(present) else 1
         firsts = offsets[:-1][np.diff(offsets) > 0]
@@ -234,9 +273,10 @@ class _Tables:
             length[slot], start[slot] = len(data), position
             position += len(data)
         self.blob = np.frombuffer(b"".join(data for _, data in slots), dtype=np.uint8)
-        self.length = length[ids]
+        token_length = length[ids]
+        self.single = token_length == 1
         if placed:
-            self.placed_length, self.placed_start = self.length.copy(), start[ids]
+            self.placed_length, self.placed_start = token_length.copy(), start[ids]
             self.placed_length[firsts] = length[ids[firsts].astype(np.int64) + width]
             self.placed_start[firsts] = start[ids[firsts].astype(np.int64) + width]
 
@@ -285,12 +325,28 @@ def _suspects(tables: _Tables, offsets: np.ndarray, texts: list[str], utf8: np.n
     return suspect
 
 
+def _suspects_fast(tables: _Tables, ids: np.ndarray, offsets: np.ndarray, texts: list[str],
+                   utf8: np.ndarray) -> np.ndarray:
+    """`_suspects` in one Rust call (`tinyllm._core.joined_bytes_differ`, parallel over the records,
+    no per-byte arrays) when the core is selected and the tables hold every id's bytes
+    (`vocab_token_bytes`: position independent). Otherwise `_suspects` itself, the reference, at
+    the cost it always had. `tests/eval/test_metrics_fast.py` checks that the two agree."""
+    core = _native.core
+    if core is None or tables.vocab is None:
+        return _suspects(tables, offsets, texts, utf8)
+    blob, offsets_of_id = tables.vocab
+    differ = core.joined_bytes_differ(ids.astype(np.uint32, copy=False).tobytes(),
+                                      offsets.astype(np.uint64).tobytes(), blob.tobytes(),
+                                      offsets_of_id.astype(np.uint64).tobytes(), texts)
+    return np.frombuffer(differ, dtype=np.uint8).astype(bool)
+
+
 def _failures(tokenizer, ids: np.ndarray, offsets: np.ndarray, texts: list[str], utf8: np.ndarray,
               tables: Optional[_Tables]) -> np.ndarray:
     """Which records' `decode(encode(text))` is not the exact text. Decoding is Python work per
     token, so only the records the byte comparison cannot clear are decoded."""
     if tables is not None:
-        check = np.flatnonzero(_suspects(tables, offsets, texts, utf8))
+        check = np.flatnonzero(_suspects_fast(tables, ids, offsets, texts, utf8))
     else:
         check = np.arange(len(texts))
     failed = np.zeros(len(texts), dtype=bool)
@@ -347,10 +403,11 @@ _WORDS: "weakref.WeakKeyDictionary[Record, int]" = weakref.WeakKeyDictionary()
 
 def _count_words(records: list[Record], counter: Optional[Callable[[str], int]]) -> np.ndarray:
     if counter is None:  # the default counter works on the whole batch at once
-        missing = [r for r in records if r not in _WORDS]
-        for record, count in zip(missing, uax29_word_counts([r.text for r in missing])):
-            _WORDS[record] = count
-        return np.fromiter((_WORDS[r] for r in records), dtype=np.int64, count=len(records))
+        known = [_WORDS.get(r) for r in records]  # one lookup per record (hashing a Record costs)
+        missing = [k for k, count in enumerate(known) if count is None]
+        for k, count in zip(missing, uax29_word_counts([records[k].text for k in missing])):
+            known[k] = _WORDS[records[k]] = count
+        return np.array(known, dtype=np.int64)
     out = np.zeros(len(records), dtype=np.int64)
     for index, record in enumerate(records):
         value = counter(record.text)
@@ -365,14 +422,16 @@ def _measure(tokenizer, records: list[Record], words: Optional[Callable[[str], i
     texts = [r.text for r in records]
     ids, offsets = _encode(tokenizer, texts)
     n = np.diff(offsets)
-    utf8 = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64, count=len(texts))
+    # An ASCII str (a flag CPython keeps) has one byte per code point: no need to encode it.
+    utf8 = np.fromiter((len(t) if t.isascii() else len(t.encode("utf-8")) for t in texts), dtype=np.int64,
+                       count=len(texts))
     codepoints = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
 
     tables, q = None, None
     if hasattr(tokenizer, "token_bytes"):
         exact = getattr(tokenizer, "token_bytes_exact", False) is True
         tables = _Tables(tokenizer, ids, offsets, exact)
-        q = _segment_sums(tables.length == 1, offsets)
+        q = _segment_sums(tables.single, offsets)
         if not exact:
             tables = None  # token bytes that need not join to the decode cannot clear a record
 
@@ -453,9 +512,11 @@ def evaluate(tokenizer, records: Sequence[Record], *, max_length: Optional[int] 
     must be unique.
 
     Cost: one `encode_batch_flat` call per tokenizer; per-record counts come from the offsets and
-    per-token flags via cumulative sums, `token_bytes` is called once per distinct id, and only
-    the records whose joined token bytes differ from their text are decoded (all of them when
-    the tokenizer does not declare `token_bytes_exact`). The word count is the largest cost
+    per-token flags via cumulative sums, the token bytes come from `vocab_token_bytes()` (kept
+    per tokenizer) or else `token_bytes` once per distinct id, the joined bytes are compared with
+    each text in one Rust call (`_suspects_fast`, ByteLevel decoders), and only the records whose
+    joined token bytes differ from their text are decoded (all of them when the tokenizer does
+    not declare `token_bytes_exact`). The word count is the largest cost
     after encoding.
 
     >>> from tinyllm.tok import ByteTokenizer, load

@@ -26,7 +26,7 @@ from tinyllm.tok.stages.added_tokens import AddedToken
 from tinyllm.tok.base import TokenizerBase, check_id, check_ids
 from tinyllm.tok.policy import with_policy_files, write_policy_files
 from tinyllm.tok.text.byte_alphabet import token_string
-from tinyllm.tok.stages.decoders import Joined
+from tinyllm.tok.stages.decoders import ByteLevel, Joined
 from tinyllm.tok.stages.processors import PostProcessor, TemplateProcessing
 from tinyllm.tok.stages.special_policy import SpecialPolicy, SpecialSet, find_all, raise_if_disallowed
 from tinyllm.tok.text.clean import clean_text, require_str
@@ -212,6 +212,21 @@ class PipelineTokenizer(TokenizerBase):
         """The exact bytes token `i` contributes to decoded text; `first` says whether it is the
         first token decoded (WordPiece and Metaspace decoders treat that one differently)."""
         return self._decoder.token_bytes(self.id_to_token(i), first)
+
+    def vocab_token_bytes(self):
+        """`token_bytes(i)` of every id at once, or None: `(blob, offsets)`, numpy arrays (uint8,
+        and int64 of length vocab_size + 1) with token i's bytes at `blob[offsets[i]:offsets[i+1]]`
+        (empty for an id with no token). Built on first use and kept (the vocabulary does not
+        change). Only for a plain ByteLevel decoder, where a token's bytes map character by
+        character through the byte alphabet (position independent, so `first` is the same): one
+        numpy lookup over the whole vocabulary instead of a Python call per id. Other decoders give
+        None, and callers ask `token_bytes` per id as before (the same cost as without this)."""
+        if type(self._decoder) is not ByteLevel:
+            return None
+        cached = getattr(self, "_vocab_bytes", None)
+        if cached is None:
+            cached = self._vocab_bytes = _byte_level_vocab_bytes(self._id_to_token, self._decoder)
+        return cached
 
     # -- encoding -----------------------------------------------------------------------------
     def _policy(self, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> SpecialPolicy:
@@ -705,6 +720,45 @@ def _semantic_model(model) -> dict:
     else:
         doc["vocab"] = list(model.id_to_token)
     return doc
+
+
+def _byte_level_vocab_bytes(tokens: list[Optional[str]], decoder) -> tuple:
+    """`PipelineTokenizer.vocab_token_bytes` for a ByteLevel decoder: every character of every
+    token through the byte alphabet in one lookup; the few tokens with a character outside the
+    alphabet (which ByteLevel keeps as their UTF-8) go through `decoder.token_bytes` one by one."""
+    import numpy as np
+
+    from tinyllm.tok.text.byte_alphabet import byte_alphabet
+
+    alphabet = byte_alphabet()
+    table = np.full(max(map(ord, alphabet)) + 1, -1, dtype=np.int16)  # code point -> byte, -1 outside
+    table[[ord(ch) for ch in alphabet]] = np.arange(256)
+    tokens = [t if t is not None else "" for t in tokens]
+    chars = np.frombuffer("".join(tokens).encode("utf-32-le"), dtype=np.uint32)
+    counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    owner = np.repeat(np.arange(len(tokens)), counts)  # the token of each character
+    inside = chars < len(table)
+    byte = np.full(len(chars), -1, dtype=np.int16)
+    byte[inside] = table[chars[inside]]
+    outside = np.flatnonzero(np.bincount(owner[byte < 0], minlength=len(tokens)))
+    special = {int(i): decoder.token_bytes(tokens[i]) for i in outside}
+    lengths = counts.copy()
+    for i, data in special.items():
+        lengths[i] = len(data)
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    blob = np.zeros(int(offsets[-1]), dtype=np.uint8)
+    good = np.ones(len(tokens), dtype=bool)
+    good[outside] = False
+    keep = good[owner]
+    starts = np.zeros(len(tokens), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    # Character c of token t lands at offsets[t] + (c - starts[t]).
+    where = offsets[:-1][owner[keep]] + np.flatnonzero(keep) - starts[owner[keep]]
+    blob[where] = byte[keep]
+    for i, data in special.items():
+        blob[offsets[i]:offsets[i + 1]] = np.frombuffer(data, dtype=np.uint8)
+    return blob, offsets
 
 
 def _is_regex_failure(e: ValueError) -> bool:
