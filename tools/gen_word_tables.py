@@ -25,6 +25,10 @@ from pathlib import Path
 
 import regex
 
+# The same line wrapping as the BERT tables' generator: one function for both.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_bert_tables import wrap  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RS_OUT = ROOT / "src" / "text" / "word_tables.rs"
 CLASS = r"[\p{L}\p{N}\p{Ideographic}]"
@@ -43,18 +47,6 @@ def word_char_ranges() -> list[tuple[int, int]]:
         else:
             out.append((lo, hi))
     return out
-
-
-def wrap(items: list[str], indent: str, width: int = 100) -> str:
-    lines, line = [], indent
-    for item in items:
-        if len(line) + len(item) + 1 > width and line.strip():
-            lines.append(line.rstrip())
-            line = indent
-        line += item + " "
-    if line.strip():
-        lines.append(line.rstrip())
-    return "\n".join(lines)
 
 
 def write_rust(ranges: list[tuple[int, int]]) -> str:
