@@ -140,3 +140,16 @@ def test_cli_calc_prints_the_seed_values(capsys):
     assert {m: int(v[2]) for m, v in rows.items()} == {"byt5": 14, "canine": 4, "charformer": 7, "megabyte": 4,
                                                         "blt": 6}
     assert rows["charformer"][1] == "30"
+
+
+def test_the_cli_starts_without_the_evaluation_modules():
+    # `tinyllm encode` builds the whole parser, `eval` included: that must not import numpy,
+    # regex or the metrics (tinyllm.eval exports its names lazily).
+    import subprocess
+    import sys
+
+    script = ("import sys, tinyllm.cli; tinyllm.cli.build_parser(); "
+              "print(sorted(m for m in ('numpy', 'regex', 'tinyllm.eval.metrics', 'tinyllm.eval.words', "
+              "'tinyllm.eval.selection') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -8,19 +8,31 @@ behind gates, with the test split sealed until the winner is frozen; `exposure` 
 tell rows never emitted from rows no input can emit; `tinyllm.eval.calculators` holds the
 vocabulary-cost, position-count and prefix-stability calculators; `plots`, `report_html` and
 `command` make the report people look at (`tinyllm eval`, `tinyllm calc`).
+
+The names below are imported on first use (PEP 562 `__getattr__`): the CLI registers
+`tinyllm eval` from `tinyllm.eval.command` on every call, and must not pay for numpy and the word
+tables when it encodes.
 """
 
-from tinyllm.eval.calculators import (PositionCount, VocabCost, charformer_candidates, positions, prefix_stable,
-                                      vocab_cost)
-from tinyllm.eval.row_exposure import ExposureReport, exposure, exposure_report, reachable
-from tinyllm.eval.metrics import Report, evaluate
-from tinyllm.eval.records import Record, SplitManifest, read_manifest, validate_split_manifest, write_manifest
-from tinyllm.eval.selection import (CANDIDATE_SET_DOMAIN, Candidate, CandidateResult, GateFailure, Gates, Selection,
-                                    select)
-from tinyllm.eval.words import uax29_word_count, uax29_word_counts
+import importlib
 
-__all__ = ["CANDIDATE_SET_DOMAIN", "Candidate", "CandidateResult", "ExposureReport", "GateFailure", "Gates",
-           "PositionCount", "Record", "Report", "Selection", "SplitManifest", "VocabCost", "charformer_candidates",
-           "evaluate", "exposure", "exposure_report", "positions", "prefix_stable", "reachable", "read_manifest",
-           "select", "uax29_word_count", "uax29_word_counts", "validate_split_manifest", "vocab_cost",
-           "write_manifest"]
+#: Each public name, by the submodule that defines it.
+_HOMES = {
+    "calculators": ("PositionCount", "VocabCost", "charformer_candidates", "positions", "prefix_stable", "vocab_cost"),
+    "row_exposure": ("ExposureReport", "exposure", "exposure_report", "reachable"),
+    "metrics": ("Report", "evaluate"),
+    "records": ("Record", "SplitManifest", "read_manifest", "validate_split_manifest", "write_manifest"),
+    "selection": ("CANDIDATE_SET_DOMAIN", "Candidate", "CandidateResult", "GateFailure", "Gates", "Selection",
+                  "select"),
+    "words": ("uax29_word_count", "uax29_word_counts"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tinyllm.eval' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"tinyllm.eval.{module}"), name)
