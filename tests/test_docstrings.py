@@ -69,6 +69,19 @@ MODULES = [
     "tinyllm.eval.report_html",
     "tinyllm.eval.command",
     "tinyllm.eval.sweep",
+    "tinyllm.tok.vocab_rows",
+    "tinyllm.migrate.append_only",
+    "tinyllm.migrate.sides",
+    "tinyllm.migrate.transition",
+    "tinyllm.migrate.plan",
+    "tinyllm.migrate.apply",
+    "tinyllm.migrate.release_bundle",
+    "tinyllm.migrate.mechanical",
+    "tinyllm.migrate.canary",
+    "tinyllm.migrate.release",
+    "tinyllm.migrate.seed_release",
+    "tinyllm.migrate.store",
+    "tinyllm.migrate.release_command",
 ]
 
 

@@ -32,6 +32,9 @@ PUBLIC = {
     "tinyllm.eval": ["evaluate", "Report", "Record", "validate_split_manifest", "read_manifest", "write_manifest",
                      "vocab_cost", "positions", "prefix_stable", "select", "Selection", "Gates", "exposure",
                      "reachable"],
+    "tinyllm.migrate": ["classify_transition", "Transition", "check_append_only", "AppendOnlyError", "resize_plan",
+                        "Plan", "RowInit", "apply_plan", "Applied", "ReleaseBundle", "CanarySlice", "Admission",
+                        "admit_candidate", "mechanical_checks", "ReleaseStore"],
     "tinyllm.cli": ["main"],
 }
 

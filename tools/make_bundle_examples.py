@@ -67,7 +67,7 @@ def release_texts() -> dict[str, str]:
 def positive() -> dict:
     """The sealed ids-0-11 bundle."""
     from tinyllm.artifacts import golden
-    from tinyllm.artifacts.bundle import derive_hashes, seal
+    from tinyllm.artifacts.bundle import bind
     from tinyllm.artifacts.canonical import canonical_bytes
     from tinyllm.tok.load import tokenizer_from_document
 
@@ -90,12 +90,7 @@ def positive() -> dict:
                        "special_ids": {"bos": tok.bos_id, "eos": tok.eos_id, "pad": tok.pad_id,
                                        "stop": list(tok.stop_ids)}},
     }
-    hashes = derive_hashes(bundle)
-    for part in ("dataset", "checkpoint"):
-        bundle[part]["tokenizer_hash"] = hashes["tokenizer_semantic_hash"]
-        bundle[part]["template_hash"] = hashes["template_hash"]
-    bundle["dataset"]["corpus_hash"] = hashes["corpus_hash"]
-    return seal(bundle)
+    return bind(bundle)
 
 
 # Each negative: (file stem, seed case, expected check, expected field, reseal?, mutation).
@@ -223,22 +218,24 @@ def build() -> dict[Path, str]:
     return out
 
 
-def differences(root: Path = ROOT) -> list[str]:
-    """What differs between the generated files and the tree under `root` (empty when up to date)."""
-    files = build()
+def differences(root: Path = ROOT, files: dict[Path, str] | None = None, example: Path = EXAMPLE,
+                tool: str = "make_bundle_examples.py") -> list[str]:
+    """What differs between the generated `files` (default: `build()`) and the tree under `root`
+    (empty when up to date); a file under `example` that is not generated is reported too."""
+    files = build() if files is None else files
     problems = [f"{path}: missing" for path in files if not (root / path).is_file()]
-    problems += [f"{path}: stale (run python3 tools/make_bundle_examples.py)" for path, text in files.items()
+    problems += [f"{path}: stale (run python3 tools/{tool})" for path, text in files.items()
                  if (root / path).is_file() and (root / path).read_text("utf-8") != text]
-    present = {p.relative_to(root) for p in (root / EXAMPLE).rglob("*") if p.is_file()} if (root / EXAMPLE).is_dir() else set()
+    present = {p.relative_to(root) for p in (root / example).rglob("*") if p.is_file()} if (root / example).is_dir() else set()
     problems += [f"{path}: not generated (remove it)" for path in sorted(present - set(files))]
     return problems
 
 
-def write(root: Path = ROOT) -> list[Path]:
+def write(root: Path = ROOT, files: dict[Path, str] | None = None) -> list[Path]:
     from tinyllm._io import atomic_write_text
 
     written = []
-    for path, text in build().items():
+    for path, text in (build() if files is None else files).items():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.read_text("utf-8") != text:
@@ -247,8 +244,9 @@ def write(root: Path = ROOT) -> list[Path]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run(argv: list[str] | None, description: str, differences, write) -> int:
+    """The command line of a generator: write the files, or `--check` them (exit 1 on a difference)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help="compare with the tree instead of writing")
     args = parser.parse_args(argv)
     if args.check:
@@ -260,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     written = write()
     print(f"wrote {len(written)} file(s)" + "".join(f"\n  {p}" for p in written))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, __doc__.splitlines()[0], differences, write)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,12 @@
     tinyllm eval gpt2 o200k --data a.txt b.txt --baseline bytes --html report.html   # corpus metrics by slice
     tinyllm calc vocab --vocab-size 128000 --d-model 4096   # parameters, logit work, MiB
     tinyllm calc positions "A naïve cat."    # positions of ByT5, CANINE, Charformer, MEGABYTE (, BLT)
+    tinyllm migrate classify OLD NEW         # what a vocabulary change is, and what it requires
+    tinyllm migrate plan OLD NEW --d-model 64 --tied --bias   # shapes, deltas, new-row sources
+    tinyllm release stage|admit|rollback|status   # whole releases in a SQLite store
 
-Errors print one line on stderr and exit with status 2 (`doctor` exits 1 when it finds an error).
+Errors print one line on stderr and exit with status 2 (`doctor` exits 1 when it finds an error,
+`release admit` exits 3 when the candidate is rolled back).
 """
 
 from __future__ import annotations
@@ -367,6 +371,12 @@ def build_parser() -> argparse.ArgumentParser:
     from tinyllm.eval.command import add_parsers as add_eval_parsers
 
     add_eval_parsers(sub, tok_help)
+
+    from tinyllm.migrate.command import add_parsers as add_migrate_parsers
+    from tinyllm.migrate.release_command import add_parsers as add_release_parsers
+
+    add_migrate_parsers(sub)
+    add_release_parsers(sub)
 
     gold = sub.add_parser("golden", help="record golden cases of a tokenizer, or check it against them")
     verbs = gold.add_subparsers(dest="golden_command", metavar="{make,verify}", parser_class=_Parser, required=True)

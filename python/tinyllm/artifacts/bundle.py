@@ -160,6 +160,19 @@ def seal(bundle: Any) -> dict:
     return sealed
 
 
+def bind(bundle: Any) -> dict:
+    """A sealed copy of `bundle` whose dataset and checkpoint are bound to its own derived
+    tokenizer, corpus and template hashes: what a correct release build writes (`seal` alone
+    leaves the bindings as they were)."""
+    bundle = seal(bundle)
+    hashes = derive_hashes(bundle)
+    for part in ("dataset", "checkpoint"):
+        bundle[part]["tokenizer_hash"] = hashes["tokenizer_semantic_hash"]
+        bundle[part]["template_hash"] = hashes["template_hash"]
+    bundle["dataset"]["corpus_hash"] = hashes["corpus_hash"]
+    return seal(bundle)
+
+
 def reconcile(bundle: Any) -> None:
     """Check `bundle` (see the module docstring); raise BundleError at the first failed check."""
     tok = _checked(bundle)

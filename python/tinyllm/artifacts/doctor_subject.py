@@ -108,7 +108,8 @@ def _from_directory(directory: Path, shown: str) -> Subject:
     return s
 
 
-def _from_bundle(bundle: dict, shown: str) -> Subject:
+def bundle_subject(bundle: dict, shown: str) -> Subject:
+    """The subject of a bundle already parsed (`shown` names it in messages)."""
     from tinyllm.tok.load import tokenizer_from_document
 
     s = Subject(shown, "bundle", bundle=bundle)
@@ -150,7 +151,7 @@ def gather(path: str | os.PathLike) -> Subject:
         if not isinstance(doc, dict) or not {"tokenizer", "declared_hashes"} & set(doc):
             raise ValueError(f"doctor: {shown}: found a JSON {type(doc).__name__} without tokenizer or "
                              "declared_hashes; expected a model directory or a bundle JSON file")
-        return _from_bundle(doc, shown)
+        return bundle_subject(doc, shown)
     preset = preset_directory(shown) if isinstance(path, str) else None
     if preset is not None:
         return _from_directory(preset, shown)

@@ -168,6 +168,20 @@ class TokenizerBase:
             self.__dict__["_semantic_hash"] = cached
         return cached
 
+    def semantic_prefix(self, start: int, stop: int) -> str:
+        """The semantic hash of ids [start, stop): their pieces, merge ranks, scores and
+        added-token flags, with the stages and model options they depend on
+        (`tinyllm.tok.vocab_rows`). An append-only vocabulary change keeps
+        `new.semantic_prefix(0, V_old) == old.semantic_prefix(0, V_old)`.
+
+        >>> from tinyllm.tok import load
+        >>> load("gpt2").semantic_prefix(0, 256) == load("gpt2").semantic_prefix(0, 256)
+        True
+        """
+        from tinyllm.tok.vocab_rows import SEMANTIC_PREFIX_DOMAIN, prefix_payload
+
+        return framed_hash(SEMANTIC_PREFIX_DOMAIN, prefix_payload(self.semantic_components(), start, stop))
+
     def encode_batch(
         self,
         texts: Iterable[str],
