@@ -6,6 +6,7 @@
 //! The folders follow the pipeline, and imports only point down the list:
 //!
 //! - `py` (feature `python`): the PyO3 glue of `tinyllm._core`, split per area;
+//! - [`corpus`]: corpus preparation (MinHash signatures for deduplication);
 //! - [`train`]: trainers and the corpus counts they read;
 //! - [`runtime`]: runtime identity (framed SHA-256, prefix-cache block keys);
 //! - [`engines`]: whole pipelines (added tokens, stages, model, word cache);
@@ -15,6 +16,7 @@
 //! - [`text`]: character classes, the byte alphabet, UTF-8 streaming, base64;
 //! - [`spec`], [`progress`], [`error`]: reading JSON specs, progress lines, the error type.
 
+pub mod corpus;
 pub mod engines;
 pub mod error;
 pub mod formats;

@@ -82,6 +82,19 @@ MODULES = [
     "tinyllm.migrate.seed_release",
     "tinyllm.migrate.store",
     "tinyllm.migrate.release_command",
+    "tinyllm._lazy",
+    "tinyllm.corpus.documents",
+    "tinyllm.corpus.inputs",
+    "tinyllm.corpus.shards",
+    "tinyllm.corpus.shard_io",
+    "tinyllm.corpus.dataset_writer",
+    "tinyllm.corpus.verify",
+    "tinyllm.corpus.dataset",
+    "tinyllm.corpus.splits",
+    "tinyllm.corpus.mix",
+    "tinyllm.corpus.ray_engine",
+    "tinyllm.corpus.dedup",
+    "tinyllm.corpus.minhash",
 ]
 
 

@@ -35,6 +35,9 @@ PUBLIC = {
     "tinyllm.migrate": ["classify_transition", "Transition", "check_append_only", "AppendOnlyError", "resize_plan",
                         "Plan", "RowInit", "apply_plan", "Applied", "ReleaseBundle", "CanarySlice", "Admission",
                         "admit_candidate", "mechanical_checks", "ReleaseStore"],
+    "tinyllm.corpus": ["encode_dataset", "verify_dataset", "load_dataset", "Document", "EncodedDocument",
+                       "encode_document", "join_encoded", "read_documents", "split_by_group", "source_mix",
+                       "source_stats", "exact_dedup_key", "shingles", "jaccard", "MinHasher", "LSH", "dedup"],
     "tinyllm.cli": ["main"],
 }
 

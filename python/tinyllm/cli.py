@@ -18,6 +18,8 @@
     tinyllm migrate classify OLD NEW         # what a vocabulary change is, and what it requires
     tinyllm migrate plan OLD NEW --d-model 64 --tied --bias   # shapes, deltas, new-row sources
     tinyllm release stage|admit|rollback|status   # whole releases in a SQLite store
+    tinyllm encode-dataset data.jsonl -t gpt2 -o out/   # sharded ids bound to the tokenizer (resumable)
+    tinyllm verify-dataset out/ -t gpt2      # re-hash the shards, check ids and the tokenizer binding
 
 Errors print one line on stderr and exit with status 2 (`doctor` exits 1 when it finds an error,
 `release admit` exits 3 when the candidate is rolled back).
@@ -377,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_migrate_parsers(sub)
     add_release_parsers(sub)
+
+    from tinyllm.corpus.command import add_parsers as add_corpus_parsers
+
+    add_corpus_parsers(sub, tok_help)
 
     gold = sub.add_parser("golden", help="record golden cases of a tokenizer, or check it against them")
     verbs = gold.add_subparsers(dest="golden_command", metavar="{make,verify}", parser_class=_Parser, required=True)

@@ -12,7 +12,9 @@
 //!   and `BpeTables` (the vocabulary and merges of a BPE tokenizer.json);
 //! - `counters`: `PretokenCounter` and `WordCounter`;
 //! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`;
-//! - `runtime`: `prefix_block_keys` (prefix-cache block keys).
+//! - `runtime`: `prefix_block_keys` (prefix-cache block keys);
+//! - `corpus`: `minhash_signatures` (MinHash signatures of many texts), `shard_columns` (the
+//!   per-document columns of an encoded-dataset shard).
 //!
 //! The Python-visible names are all registered in [`_core`] below, so the module's API can be
 //! read in one place.
@@ -22,6 +24,7 @@ use pyo3::prelude::*;
 
 use crate::Error;
 
+mod corpus;
 mod counters;
 mod engines;
 mod formats;
@@ -85,5 +88,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train::train_wordpiece, m)?)?;
     // runtime identity
     m.add_function(wrap_pyfunction!(runtime::prefix_block_keys, m)?)?;
+    // corpus
+    m.add_function(wrap_pyfunction!(corpus::minhash_signatures, m)?)?;
+    m.add_function(wrap_pyfunction!(corpus::shard_columns, m)?)?;
     Ok(())
 }

@@ -14,7 +14,7 @@ The names below are imported on first use (PEP 562 `__getattr__`): the CLI regis
 tables when it encodes.
 """
 
-import importlib
+from tinyllm._lazy import lazy_exports
 
 #: Each public name, by the submodule that defines it.
 _HOMES = {
@@ -26,13 +26,5 @@ _HOMES = {
                   "select"),
     "words": ("uax29_word_count", "uax29_word_counts"),
 }
-_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tinyllm.eval' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tinyllm.eval.{module}"), name)
+__getattr__, __all__ = lazy_exports("tinyllm.eval", _HOMES)

@@ -11,7 +11,7 @@ The names below are imported on first use (PEP 562 `__getattr__`): the CLI regis
 `tinyllm migrate` and `tinyllm release` on every call and must not pay for numpy or sqlite3.
 """
 
-import importlib
+from tinyllm._lazy import lazy_exports
 
 #: Each public name, by the submodule that defines it.
 _HOMES = {
@@ -25,13 +25,5 @@ _HOMES = {
     "store": ("ReleaseStore",),
     "transition": ("Transition", "classify_transition"),
 }
-_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tinyllm.migrate' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tinyllm.migrate.{module}"), name)
+__getattr__, __all__ = lazy_exports("tinyllm.migrate", _HOMES)

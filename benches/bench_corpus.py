@@ -1,0 +1,146 @@
+"""`encode_dataset` against bare encoding and against Hugging Face `datasets.map`, same run.
+
+    python benches/bench_corpus.py                 # 20 MB of each shape, gpt2
+    python benches/bench_corpus.py --mb 50 --repeat 3
+
+Two corpus shapes, written once as JSON lines ({"id", "text"}) of --mb megabytes each, from the
+shared corpora: `lines` (one document a line, 49 bytes on average) and `docs` (documents of whole
+lines of at least 2,000 characters). Timed, each the median of --repeat runs:
+
+* `bare encode`: `encode_batch_flat` of the texts already in memory (tinyllm, Rust, all cores);
+* `encode_dataset wN`: `tinyllm encode-dataset` end to end (read the JSON lines, encode, add EOS,
+  hash, write the shards and the manifest), N shard workers;
+* `datasets.map pN`: `datasets.load_dataset("json")`, `.map` with HF `tokenizers`'
+  `encode_batch` (batched, EOS appended, N processes), `.save_to_disk`: the usual glue.
+
+`vs bare` is bare time / this time (1.0 = as fast as encoding alone; the target for
+encode_dataset is >= 0.8). `exact` checks every document's ids against the bare encoding + EOS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TINYLLM_SHARED_DATA") or ROOT.parent / "shared" / "data")
+sys.path.insert(0, str(ROOT))
+
+
+def corpus(shape: str, megabytes: float) -> list[str]:
+    from tests.support.documents import documents
+
+    base = []
+    for path in sorted((SHARED / "corpora").glob("*/*.txt")):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        base += [line.rstrip("\n") for line in lines if line.strip()] if shape == "lines" else documents(lines)
+    out, size, target = [], 0, int(megabytes * 1e6)
+    while size < target:
+        for text in base:
+            out.append(text)
+            size += len(text.encode("utf-8"))
+            if size >= target:
+                break
+    return out
+
+
+def timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=20.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tokenizer", default="gpt2")
+    parser.add_argument("--shape", action="append", choices=("lines", "docs"), help="default: both")
+    args = parser.parse_args(argv)
+    if not (SHARED / "corpora").is_dir():
+        print(f"shared data missing: {SHARED / 'corpora'} (set TINYLLM_SHARED_DATA); nothing measured")
+        return 0
+    import numpy as np
+
+    from tinyllm.corpus import encode_dataset, load_dataset, read_documents
+    from tinyllm.tok import load
+
+    try:
+        import datasets
+        import tokenizers
+
+        datasets.disable_progress_bars()
+        datasets.disable_caching()
+    except ImportError:
+        datasets = None
+        print("datasets / tokenizers not installed: the datasets.map rows are left out")
+    tok = load(args.tokenizer)
+    eos = tok.eos_id
+    work = Path(tempfile.mkdtemp(prefix="bench-corpus-"))
+    print(f"tokenizer {args.tokenizer}, {args.mb:g} MB per shape, median of {args.repeat}; cores: {os.cpu_count()}")
+    print(f"{'shape':<6} {'docs':>9} {'run':<20} {'seconds':>8} {'MB/s':>7} {'vs bare':>8}  exact")
+    try:
+        for shape in args.shape or ["lines", "docs"]:
+            texts = corpus(shape, args.mb)
+            size = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+            source = work / f"{shape}.jsonl"
+            source.write_text("".join(json.dumps({"id": f"d{k}", "text": t}, ensure_ascii=False) + "\n"
+                                      for k, t in enumerate(texts)), encoding="utf-8")
+            flat, offsets = tok.encode_batch_flat(texts)
+            flat, offsets = np.frombuffer(flat, dtype=np.uint32), np.frombuffer(offsets, dtype=np.uint64)
+            expected = np.insert(flat, offsets[1:].astype(np.int64), eos)
+            bare = timed(lambda: tok.encode_batch_flat(texts), args.repeat)
+            rows = [("bare encode", bare, "-")]
+            for workers in (1, 2):
+                out = work / f"{shape}-w{workers}"
+
+                def run():
+                    shutil.rmtree(out, ignore_errors=True)
+                    encode_dataset(read_documents([source], id_field="id"), tok, out, workers=workers,
+                                   progress=False)
+                seconds = timed(run, args.repeat)
+                ds = load_dataset(out)
+                got = np.concatenate([ds[i] for i in range(len(ds))]) if len(ds) else np.zeros(0)
+                rows.append((f"encode_dataset w{workers}", seconds,
+                             "yes" if np.array_equal(got.astype(np.int64), expected.astype(np.int64)) else "NO"))
+            if datasets is not None:
+                hf = tokenizers.Tokenizer.from_file(str(ROOT / "python" / "tinyllm" / "tok" / "presets"
+                                                        / args.tokenizer / "tokenizer.json"))
+                for procs in (1, 2):
+                    out = work / f"{shape}-hf{procs}"
+
+                    def tokenize(batch, hf=hf):
+                        return {"input_ids": [e.ids + [eos] for e in hf.encode_batch(batch["text"])]}
+
+                    def run_hf():
+                        shutil.rmtree(out, ignore_errors=True)
+                        ds = datasets.load_dataset("json", data_files=str(source), split="train")
+                        ds = ds.map(tokenize, batched=True, num_proc=procs if procs > 1 else None,
+                                    remove_columns=["text"])
+                        ds.save_to_disk(str(out))
+                        return ds
+                    seconds = timed(run_hf, args.repeat)
+                    ids = datasets.load_from_disk(str(out))["input_ids"]
+                    got = np.concatenate([np.asarray(x) for x in ids])
+                    rows.append((f"datasets.map p{procs}", seconds,
+                                 "yes" if np.array_equal(got.astype(np.int64), expected.astype(np.int64)) else "NO"))
+            for name, seconds, exact in rows:
+                print(f"{shape:<6} {len(texts):>9,} {name:<20} {seconds:>8.3f} {size / seconds:>7.1f} "
+                      f"{bare / seconds:>8.2f}  {exact}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
