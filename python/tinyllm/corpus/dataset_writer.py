@@ -152,7 +152,9 @@ def encode_dataset(documents: Iterable[Document], tokenizer, out, *, policy="eos
             done = local_shards(jobs, out, tokenizer, settings, workers, on_done=bar.update)
         for entry in done:
             digest.add(entry)
-            entries.append(entry)
+            # The input record is about 100 bytes a document: hashed, then dropped, so memory
+            # does not grow with the corpus.
+            entries.append({k: v for k, v in entry.items() if k not in ("resumed", "input_json")})
     finally:
         bar.close()
     _remove_stale(out / SHARD_DIR, len(entries))
