@@ -23,15 +23,15 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TINYLLM_SHARED_DATA") or ROOT.parent / "shared" / "data")
 sys.path.insert(0, str(ROOT))
+
+from bench_cache_keys import median_time  # noqa: E402 (benches/ is the script's own directory)
 
 
 def corpus(shape: str, megabytes: float) -> list[str]:
@@ -49,15 +49,6 @@ def corpus(shape: str, megabytes: float) -> list[str]:
             if size >= target:
                 break
     return out
-
-
-def timed(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -99,7 +90,7 @@ def main(argv=None) -> int:
             flat, offsets = tok.encode_batch_flat(texts)
             flat, offsets = np.frombuffer(flat, dtype=np.uint32), np.frombuffer(offsets, dtype=np.uint64)
             expected = np.insert(flat, offsets[1:].astype(np.int64), eos)
-            bare = timed(lambda: tok.encode_batch_flat(texts), args.repeat)
+            bare = median_time(lambda: tok.encode_batch_flat(texts), args.repeat)
             rows = [("bare encode", bare, "-")]
             for workers in (1, 2):
                 out = work / f"{shape}-w{workers}"
@@ -108,7 +99,7 @@ def main(argv=None) -> int:
                     shutil.rmtree(out, ignore_errors=True)
                     encode_dataset(read_documents([source], id_field="id"), tok, out, workers=workers,
                                    progress=False)
-                seconds = timed(run, args.repeat)
+                seconds = median_time(run, args.repeat)
                 ds = load_dataset(out)
                 got = np.concatenate([ds[i] for i in range(len(ds))]) if len(ds) else np.zeros(0)
                 rows.append((f"encode_dataset w{workers}", seconds,
@@ -129,7 +120,7 @@ def main(argv=None) -> int:
                                     remove_columns=["text"])
                         ds.save_to_disk(str(out))
                         return ds
-                    seconds = timed(run_hf, args.repeat)
+                    seconds = median_time(run_hf, args.repeat)
                     ids = datasets.load_from_disk(str(out))["input_ids"]
                     got = np.concatenate([np.asarray(x) for x in ids])
                     rows.append((f"datasets.map p{procs}", seconds,

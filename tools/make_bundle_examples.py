@@ -56,8 +56,9 @@ def file_text(value) -> str:
 
 
 def declaration(name: str, text: str) -> dict:
-    raw = text.encode("utf-8")
-    return {"path": name, "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+    from tinyllm.artifacts.identity import bytes_declaration
+
+    return bytes_declaration(name, text.encode("utf-8"))
 
 
 def release_texts() -> dict[str, str]:

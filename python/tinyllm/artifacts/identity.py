@@ -43,6 +43,23 @@ def semantic_hash(tokenizer) -> str:
     return value
 
 
+def bytes_declaration(path: str, data: bytes) -> dict:
+    """{"path", "size", "sha256"} of a file whose contents are `data`."""
+    return {"path": path, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def file_declaration(root: str | os.PathLike, path: str) -> dict:
+    """{"path", "size", "sha256"} of the file `path` (relative to `root`, "/" separators), read in
+    1 MiB chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(Path(root) / path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"path": path, "size": size, "sha256": digest.hexdigest()}
+
+
 def file_declarations(directory: str | os.PathLike) -> list[dict]:
     """{"path", "size", "sha256"} of every regular file under `directory` (recursively, symlinks
     not followed), sorted by the relative path written with "/" separators."""
@@ -56,13 +73,7 @@ def file_declarations(directory: str | os.PathLike) -> list[dict]:
             path = Path(dirpath) / name
             if path.is_symlink() or not path.is_file():
                 continue
-            digest = hashlib.sha256()
-            size = 0
-            with open(path, "rb") as f:
-                while chunk := f.read(_CHUNK):
-                    digest.update(chunk)
-                    size += len(chunk)
-            out.append({"path": path.relative_to(root).as_posix(), "size": size, "sha256": digest.hexdigest()})
+            out.append(file_declaration(root, path.relative_to(root).as_posix()))
     out.sort(key=lambda d: d["path"])
     return out
 

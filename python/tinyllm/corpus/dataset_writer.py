@@ -81,19 +81,20 @@ def local_shards(jobs: Iterable[tuple[int, list[Document]]], out: Path, tokenize
     """Run the shard jobs on `workers` threads (the Rust encoder releases the GIL), yielding each
     entry in shard order; at most workers + 1 shards are in memory."""
     pending: deque = deque()
+
+    def finished(keep: int):
+        while len(pending) > keep:
+            docs_done, future = pending.popleft()
+            entry = future.result()
+            if on_done:
+                on_done(docs_done)
+            yield entry
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for index, docs in jobs:
             pending.append((docs, pool.submit(run_shard, out, index, docs, tokenizer, settings)))
-            while len(pending) > workers:
-                docs_done, future = pending.popleft()
-                if on_done:
-                    on_done(docs_done)
-                yield future.result()
-        while pending:
-            docs_done, future = pending.popleft()
-            if on_done:
-                on_done(docs_done)
-            yield future.result()
+            yield from finished(workers)
+        yield from finished(0)
 
 
 class _CorpusDigest:

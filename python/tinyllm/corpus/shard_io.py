@@ -30,22 +30,12 @@ from pathlib import Path
 from typing import Optional
 
 from tinyllm._io import _umask
+from tinyllm.artifacts.identity import bytes_declaration, file_declaration
 from tinyllm.corpus.documents import Document
 from tinyllm.corpus.shards import ShardSettings, columns, encode_shard, shard_dir_name
 
 SHARD_DIR = "shards"
 MARKER = "done.json"
-
-
-def file_entry(root: Path, path: str) -> dict:
-    """{"path", "size", "sha256"} of the file `path` (relative to the dataset root `root`)."""
-    digest = hashlib.sha256()
-    size = 0
-    with open(root / path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return {"path": path, "size": size, "sha256": digest.hexdigest()}
 
 
 def _finished(out: Path, index: int, digest: str) -> Optional[dict]:
@@ -55,7 +45,7 @@ def _finished(out: Path, index: int, digest: str) -> Optional[dict]:
         entry = json.loads((out / SHARD_DIR / shard_dir_name(index) / MARKER).read_text(encoding="utf-8"))
         if not isinstance(entry, dict) or entry.get("input_digest") != digest or entry.get("index") != index:
             return None
-        if any(file_entry(out, f["path"]) != f for f in entry["files"]):
+        if any(file_declaration(out, f["path"]) != f for f in entry["files"]):
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -96,8 +86,7 @@ def run_shard(out: Path, index: int, documents: list[Document], tokenizer, setti
     shard = encode_shard(tokenizer, documents, settings, index, made)
     contents = shard.files()
     where = f"{SHARD_DIR}/{shard_dir_name(index)}"
-    files = [{"path": f"{where}/{name}", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-             for name, data in contents.items()]
+    files = [bytes_declaration(f"{where}/{name}", data) for name, data in contents.items()]
     entry = {"index": index, "records": len(documents), "tokens": shard.tokens, "max_token_id": shard.max_token_id,
              "truncated_records": int(shard.truncated.sum()),
              "input_digest": hashlib.sha256(shard.input_json).hexdigest(), "files": files}

@@ -15,9 +15,9 @@ the local engine, any number of workers and the Ray engine all write the same by
   corpus of short lines spends its time per document, and a column is one C call.
 
 `input_json` is what a shard was made from, [[document_id, source_id, text sha256 hex], ...] as
-compact JSON: its SHA-256 (`input_digest`) lets a resumed run tell a finished shard of the same
-input from a stale one, and the dataset's corpus hash is the SHA-256 of all shards' lists joined
-into one, so it does not depend on where shards are cut.
+compact JSON: its SHA-256 (the manifest's `input_digest`) lets a resumed run tell a finished shard
+of the same input from a stale one, and the dataset's corpus hash is the SHA-256 of all shards'
+lists joined into one, so it does not depend on where shards are cut.
 
 >>> from tinyllm.tok import load
 >>> from tinyllm.corpus.documents import Document
@@ -101,10 +101,9 @@ def cut_shards(documents: Iterable[Document], shard_bytes: int, shard_docs: int)
         yield shard
 
 
-def input_json(documents: Sequence[Document], digests: Optional[bytes] = None) -> bytes:
-    """[[document_id, source_id, text sha256 hex], ...] as compact UTF-8 JSON (the reference;
-    `columns` computes it in the core)."""
-    digests = b"".join(text_sha256(d.text) for d in documents) if digests is None else digests
+def input_json(documents: Sequence[Document], digests: bytes) -> bytes:
+    """[[document_id, source_id, text sha256 hex], ...] as compact UTF-8 JSON, from the texts'
+    `digests` (the reference; `columns` computes it in the core)."""
     rows = [[clean_text(d.document_id), clean_text(d.source_id), digests[32 * k:32 * k + 32].hex()]
             for k, d in enumerate(documents)]
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -136,11 +135,6 @@ def _warn_slow_once() -> None:
         _warned = True
         _native.slow_path("encode_dataset", "shard columns", "tinyllm._core is not selected (TINYLLM_PURE_PYTHON=1 "
                           "or no build)")
-
-
-def input_digest(documents: Sequence[Document]) -> str:
-    """SHA-256 of the shard's `input_json`: what it was made from."""
-    return hashlib.sha256(columns(documents)[1]).hexdigest()
 
 
 def bound_batch(ids, offsets, bos: Optional[int], eos: Optional[int], max_length: Optional[int]):

@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 
 from tinyllm.corpus.dataset_writer import FORMAT
-from tinyllm.corpus.shard_io import file_entry
+from tinyllm.artifacts.identity import file_declaration
 
 MANIFEST_KEYS = ("format", "tokenizer", "corpus_hash", "settings", "records", "tokens", "max_token_id", "shards")
 
@@ -86,7 +86,7 @@ def verify_dataset(out, tokenizer) -> dict:
     for k, shard in enumerate(manifest["shards"]):
         for j, declared in enumerate(shard["files"]):
             try:
-                found = file_entry(root, declared["path"])
+                found = file_declaration(root, declared["path"])
             except OSError:
                 raise DatasetError("files", f"shards[{k}].files[{j}]", f"{declared['path']} is missing") from None
             for key in ("size", "sha256"):

@@ -59,8 +59,9 @@ def _row_difference(old: dict, new: dict) -> str:
     return ""  # pragma: no cover - called only for rows that differ
 
 
-def check_append_only(old, new) -> None:
-    """Raise `AppendOnlyError` unless `new` is `old` with ids appended (see the module docstring)."""
+def append_only_rows(old, new) -> list[dict]:
+    """`check_append_only`, returning the new tokenizer's rows (`vocab_rows`) that it compared,
+    so that a caller that needs them (`resize_plan`) does not build them again."""
     old_c, new_c = _components(old, "old"), _components(new, "new")
     old_frame, new_frame = model_frame(old_c), model_frame(new_c)
     for key in old_frame:
@@ -83,3 +84,9 @@ def check_append_only(old, new) -> None:
             key = _row_difference(before, after)
             raise AppendOnlyError(f"id {i}.{key}", f"old {_short(before.get(key))}, new {_short(after.get(key))}; "
                                   f"expected ids 0..{len(old_rows) - 1} unchanged")
+    return new_rows
+
+
+def check_append_only(old, new) -> None:
+    """Raise `AppendOnlyError` unless `new` is `old` with ids appended (see the module docstring)."""
+    append_only_rows(old, new)

@@ -164,16 +164,14 @@ def resize_plan(old, new, d_model: int, *, tied: bool, bias: bool, optimizer_slo
     """The `Plan` of an append-only change from `old` to `new` (model directories, bundles or
     tokenizers); `AppendOnlyError` when it is not append-only, ValueError when a new row has no
     decomposition in the old tokenizer."""
-    from tinyllm.migrate.append_only import check_append_only
+    from tinyllm.migrate.append_only import append_only_rows
     from tinyllm.migrate.sides import side
-    from tinyllm.tok.vocab_rows import vocab_rows
 
     _check_size("d_model", d_model, 1)
     _check_size("optimizer_slots", optimizer_slots, 0)
     old_tok, new_tok = side(old, "old").tokenizer, side(new, "new").tokenizer
-    check_append_only(old_tok, new_tok)
+    rows = append_only_rows(old_tok, new_tok)
     v_old, v_new = old_tok.vocab_size, new_tok.vocab_size
-    rows = vocab_rows(new_tok.semantic_components())
     inits, notes = [], []
     unk = getattr(old_tok, "unk_id", None)
     for new_id in range(v_old, v_new):

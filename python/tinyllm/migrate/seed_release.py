@@ -39,8 +39,10 @@ def _merges(name: str):
 
 
 def _declaration(path: str, value) -> dict:
-    raw = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    return {"path": path, "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+    """The declaration of `value` written as a JSON file (two-space indent, a final newline)."""
+    from tinyllm.artifacts.identity import bytes_declaration
+
+    return bytes_declaration(path, (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def release_bundle(document: dict, generation_config: dict | None = None) -> dict:

@@ -109,13 +109,10 @@ def _golden_mismatches(old: Side, new: Side) -> tuple[int, list]:
 
 
 def _policy_changes(old_tok, new_tok) -> list[str]:
-    before = old_tok.semantic_components().get("special_tokens")
-    after = new_tok.semantic_components().get("special_tokens")
-    if before == after:
-        return []
-    keys = sorted(set(before or {}) | set(after or {}))
-    return [f"special-token policy: {k} {(before or {}).get(k)!r} -> {(after or {}).get(k)!r}"
-            for k in keys if (before or {}).get(k) != (after or {}).get(k)]
+    before = old_tok.special_token_policy.to_json()
+    after = new_tok.special_token_policy.to_json()
+    return [f"special-token policy: {k} {before.get(k)!r} -> {after.get(k)!r}"
+            for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
 
 
 def _transition(kind: str, reasons: list[str], old: Side, new: Side) -> Transition:
