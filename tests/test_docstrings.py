@@ -85,6 +85,7 @@ MODULES = [
     "tinyllm._lazy",
     "tinyllm.corpus.documents",
     "tinyllm.corpus.inputs",
+    "tinyllm.corpus.batches",
     "tinyllm.corpus.shards",
     "tinyllm.corpus.shard_io",
     "tinyllm.corpus.dataset_writer",

@@ -119,6 +119,29 @@ macro_rules! engine_pymethods {
                 })
             }
 
+            /// A shard's documents (a `DocBatch`) encoded as user text with the boundary ids
+            /// around each and content cut to `max_length`, in parallel with the GIL released:
+            /// (ids as native u16, or u32 when `wide`; offsets as native u64; one truncation
+            /// byte a document). See `tinyllm.corpus.shards`.
+            #[pyo3(signature = (batch, matchable, bos, eos, max_length, wide))]
+            #[allow(clippy::too_many_arguments)]
+            fn encode_doc_batch<'py>(
+                &self,
+                py: Python<'py>,
+                batch: PyRef<'_, crate::py::corpus::PyDocBatch>,
+                matchable: Vec<String>,
+                bos: Option<u32>,
+                eos: Option<u32>,
+                max_length: Option<usize>,
+                wide: bool,
+            ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+                let matcher = self.inner.matcher(&matchable)?;
+                let bounds = crate::corpus::shard_build::Bounds { bos, eos, max_length };
+                crate::py::corpus::encode_doc_batch(py, &batch, bounds, wide, |t| {
+                    self.inner.encode(t, matcher.as_deref())
+                })
+            }
+
             /// Forget the cached words (results never depend on the cache).
             fn clear_cache(&self) {
                 self.inner.clear_cache();

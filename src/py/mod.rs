@@ -13,8 +13,9 @@
 //! - `counters`: `PretokenCounter` and `WordCounter`;
 //! - `train`: `train_bpe_merges`, `train_unigram`, `train_wordpiece`;
 //! - `runtime`: `prefix_block_keys` (prefix-cache block keys);
-//! - `corpus`: `minhash_signatures` (MinHash signatures of many texts), `shard_columns` (the
-//!   per-document columns of an encoded-dataset shard).
+//! - `corpus`: `minhash_signatures` (MinHash signatures of many texts), `DocBatch` (documents as
+//!   columns, with their hashes) and its readers `read_json_lines`, `read_text_lines` and
+//!   `count_lines`; each engine's `encode_doc_batch` encodes one.
 //!
 //! The Python-visible names are all registered in [`_core`] below, so the module's API can be
 //! read in one place.
@@ -90,6 +91,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runtime::prefix_block_keys, m)?)?;
     // corpus
     m.add_function(wrap_pyfunction!(corpus::minhash_signatures, m)?)?;
-    m.add_function(wrap_pyfunction!(corpus::shard_columns, m)?)?;
+    m.add_class::<corpus::PyDocBatch>()?;
+    m.add_function(wrap_pyfunction!(corpus::read_json_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(corpus::read_text_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(corpus::count_lines, m)?)?;
     Ok(())
 }

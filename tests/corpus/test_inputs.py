@@ -35,6 +35,7 @@ def test_jsonl_fields_and_order(tmp_path):
 @pytest.mark.parametrize("line, message", [
     ("not json", r"a.jsonl:2: not a JSON object"),
     ("[1, 2]", r"a.jsonl:2: found a JSON list"),
+    ('{"text": "a"}, {"text": "b"}', r"a.jsonl:2: not a JSON object \(Extra data"),
     ('{"content": "x"}', r"a.jsonl:2: no 'text' field"),
     ('{"text": 5}', r"a.jsonl:2: text: found int; expected a string"),
 ])

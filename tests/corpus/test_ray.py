@@ -76,10 +76,10 @@ def test_corpus_has_several_shards(local_out):
     assert len(list((local_out / "shards").iterdir())) >= 5
 
 
-@pytest.mark.parametrize("window_chars", [0, ray_engine.WINDOW_CHARS], ids=["windows-of-2x-workers", "one-window"])
+@pytest.mark.parametrize("window_bytes", [0, ray_engine.WINDOW_BYTES], ids=["windows-of-2x-workers", "one-window"])
 @pytest.mark.parametrize("workers", [1, 2])
-def test_ray_bytes_equal_local(tmp_path, gpt2, local_out, workers, window_chars, monkeypatch):
-    monkeypatch.setattr(ray_engine, "WINDOW_CHARS", window_chars)  # 0: several Ray executions, 2 * workers shards each
+def test_ray_bytes_equal_local(tmp_path, gpt2, local_out, workers, window_bytes, monkeypatch):
+    monkeypatch.setattr(ray_engine, "WINDOW_BYTES", window_bytes)  # 0: several Ray executions, 2 * workers shards each
     manifest = encode_dataset(documents(), gpt2, tmp_path, shard_docs=SHARD_DOCS, progress=False, engine="ray",
                               tokenizer_source="gpt2", workers=workers)
     assert len(manifest["shards"]) >= 5
@@ -112,9 +112,9 @@ def test_ray_resumes_a_local_run(tmp_path, gpt2, local_out):
 
 
 def _cut(docs):
-    from tinyllm.corpus.shards import cut_shards
+    from tinyllm.corpus.batches import batches_of, cut_shards
 
-    return list(cut_shards(docs, 16 << 20, SHARD_DOCS))
+    return list(cut_shards(batches_of(docs), 16 << 20, SHARD_DOCS))
 
 
 def _settings(tokenizer):

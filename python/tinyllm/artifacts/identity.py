@@ -43,9 +43,14 @@ def semantic_hash(tokenizer) -> str:
     return value
 
 
-def bytes_declaration(path: str, data: bytes) -> dict:
-    """{"path", "size", "sha256"} of a file whose contents are `data`."""
-    return {"path": path, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+def bytes_declaration(path: str, data) -> dict:
+    """{"path", "size", "sha256"} of a file whose contents are `data`: bytes, or a sequence of
+    byte buffers written one after another (so large arrays are hashed without a copy)."""
+    parts = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    return {"path": path, "size": sum(memoryview(p).nbytes for p in parts), "sha256": digest.hexdigest()}
 
 
 def file_declaration(root: str | os.PathLike, path: str) -> dict:

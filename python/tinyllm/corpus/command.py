@@ -129,7 +129,8 @@ def add_parsers(sub, tok_help: str) -> None:
     enc.add_argument("--max-length", type=int, help="cut each document to this many ids (boundary ids kept)")
     enc.add_argument("--shard-mb", type=float, default=16.0, help="text per shard, in MB (default: 16)")
     enc.add_argument("--shard-docs", type=int, default=1 << 20, help="documents per shard at most")
-    enc.add_argument("--workers", type=int, default=1, help="shards encoded at once (default: 1)")
+    enc.add_argument("--workers", type=int, default=2,
+                     help="shards encoded at once (default: 2; each shard's encoding also uses every core)")
     enc.add_argument("--engine", choices=("local", "ray"), default="local", help="local threads or Ray Data")
     enc.add_argument("--address", help="with --engine ray: the cluster address (default: a local Ray)")
     enc.add_argument("--quiet", "-q", action="store_true", help="no progress bar")

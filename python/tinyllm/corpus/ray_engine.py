@@ -8,7 +8,7 @@ driver reads and cuts the input, in order, and writes `manifest.json`; the worke
 shard files, so on a cluster the output directory must be on storage every worker sees.
 
 Memory stays bounded by shards, not by the corpus: the jobs go to Ray in windows (one Ray
-Dataset execution each) of at least `2 * workers` shards and `WINDOW_CHARS` characters of text,
+Dataset execution each) of at least `2 * workers` shards and `WINDOW_BYTES` bytes of text,
 while the driver reads the next window; at most two windows are held.
 
 `ray_dedup_keys` and `ray_minhash_signatures` compute `dedup.exact_dedup_key` and
@@ -22,16 +22,17 @@ dashboard off, workers' logs kept off the driver) or joins an existing one ("aut
 stays up for later calls in the process (`ray.shutdown()` ends it).
 
 What Ray sees (this runs without Ray): windows of shard jobs, each job pickled with its
-documents as columns, and unpacked in the worker into the same documents:
+batch of documents as three lists, and unpacked in the worker into the same batch:
 
+>>> from tinyllm.corpus.batches import as_batch
 >>> from tinyllm.corpus.documents import Document
 >>> [[index for index, _ in w] for w in windows(enumerate("abcde"), 2)]
 [[0, 1], [2, 3], [4]]
 >>> [[text for text in w] for w in windows(["ab", "c", "defg", "h", "i"], 1, min_weight=3, weight=len)]
 [['ab', 'c'], ['defg'], ['h', 'i']]
->>> index, documents = _unpack_job(_pack_job((3, [Document("a", "Hello", "web"), Document("b", "x\\ud800")])))
->>> index, documents == [Document("a", "Hello", "web"), Document("b", "x\\ud800")]
-(3, True)
+>>> index, batch = _unpack_job(_pack_job((3, as_batch([Document("a", "Hello", "web"), Document("b", "x\\ud800")]))))
+>>> index, batch.document_ids(), batch.texts(), batch.source_ids()
+(3, ['a', 'b'], ['Hello', 'x\ufffd'], ['web', ''])
 
 and, with Ray installed, in prose (it starts a cluster):
 
@@ -57,13 +58,13 @@ RAY_MISSING = "engine 'ray' needs Ray: pip install 'tinyllm[ray]'"
 #: scheduling (milliseconds) is small against its work, small enough to spread over the workers.
 TEXT_BATCH = 2048
 
-#: The least text (characters) of a window. Each Ray Dataset execution costs about 0.1 s to plan,
-#: start and collect, which 2 * workers small shards would not repay; 16 M characters take about a
+#: The least text (UTF-8 bytes) of a window. Each Ray Dataset execution costs about 0.1 s to plan,
+#: start and collect, which 2 * workers small shards would not repay; 16 MB take about a
 #: second to encode on one core. With the default 16 MB shards, 2 * workers shards already exceed
 #: it, so the driver holds at most 4 * workers shards (the local engine: workers + 1). (On 53 MB
-#: here, 2 MB shards: windows of 2 * workers shards, 4 M, 16 M and 64 M characters were within 15%
+#: here, 2 MB shards: windows of 2 * workers shards, 4, 16 and 64 MB of text were within 15%
 #: of each other; the driver's reading dominated.)
-WINDOW_CHARS = 16 << 20
+WINDOW_BYTES = 16 << 20
 
 
 def _ray():
@@ -174,12 +175,12 @@ def _apply(batch: dict, fn: Callable, kwargs: dict) -> dict:
 def _stream(ray, items: Iterable, to_payload: Callable, fn: Callable, fn_kwargs: dict, workers: int,
             weight: Callable) -> Iterator[tuple]:
     """(item, result bytes) for each item, in order, executing a window of items per Ray Dataset
-    (at least 2 * workers items and WINDOW_CHARS of `weight`). The next window is read (and
+    (at least 2 * workers items and WINDOW_BYTES of `weight`). The next window is read (and
     pickled) on this thread while Ray runs the current one, so the driver's reading overlaps the
     encoding; at most two windows are held."""
     pending: deque = deque()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        for chunk in windows(items, 2 * workers, WINDOW_CHARS, weight):
+        for chunk in windows(items, 2 * workers, WINDOW_BYTES, weight):
             payloads = [to_payload(item) for item in chunk]
             pending.append((chunk, pool.submit(_execute, ray, payloads, fn, fn_kwargs, workers)))
             if len(pending) > 1:
@@ -217,33 +218,28 @@ def _worker_tokenizer(source, expected_hash: str):
     return tokenizer
 
 
-def _pack_job(job: tuple[int, list]) -> bytes:
-    """A shard job as bytes for a worker. Documents (a NamedTuple) go as columns when they are all
-    plain `Document`s: pickling three lists of str takes a quarter of the time of pickling each
-    record (12 against 50 ms for 40,000 one-line documents), and the driver's time is what limits
-    a cluster."""
-    from tinyllm.corpus.documents import Document
-
-    index, documents = job
-    if issubclass(Document, tuple) and set(map(type, documents)) <= {Document}:
-        columns = [[d[k] for d in documents] for k in range(len(Document._fields))]
-        return pickle.dumps((index, True, columns), protocol=pickle.HIGHEST_PROTOCOL)
-    return pickle.dumps((index, False, documents), protocol=pickle.HIGHEST_PROTOCOL)
+def _pack_job(job: tuple[int, object]) -> bytes:
+    """A shard job as bytes for a worker: its index and its batch's three columns (pickling
+    three lists of str takes a quarter of the time of pickling each record, and the driver's time
+    is what limits a cluster)."""
+    index, batch = job
+    columns = (batch.document_ids(), batch.texts(), batch.source_ids())
+    return pickle.dumps((index, columns), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _unpack_job(payload: bytes) -> tuple[int, list]:
-    from tinyllm.corpus.documents import Document
+def _unpack_job(payload: bytes) -> tuple[int, object]:
+    from tinyllm.corpus.batches import batch_class
 
-    index, columnar, documents = pickle.loads(payload)
-    return index, list(map(Document, *documents)) if columnar else documents
+    index, columns = pickle.loads(payload)
+    return index, batch_class().from_lists(*columns)
 
 
 def _shard_task(payload: bytes, out: str, source, expected_hash: str, settings) -> bytes:
     from tinyllm.corpus.shard_io import run_shard
 
-    index, documents = _unpack_job(payload)
+    index, batch = _unpack_job(payload)
     tokenizer = _worker_tokenizer(source, expected_hash)
-    return pickle.dumps(run_shard(Path(out), index, documents, tokenizer, settings))
+    return pickle.dumps(run_shard(Path(out), index, batch, tokenizer, settings))
 
 
 def _tokenizer_source(ray, tokenizer, tokenizer_source):
@@ -271,10 +267,10 @@ def _tokenizer_source(ray, tokenizer, tokenizer_source):
     return ray.put(tokenizer)
 
 
-def ray_shards(jobs: Iterable[tuple[int, list]], out, tokenizer, tokenizer_source, settings, workers: int,
+def ray_shards(jobs: Iterable[tuple[int, object]], out, tokenizer, tokenizer_source, settings, workers: int,
                address: Optional[str], on_done=None) -> Iterator[dict]:
-    """Run the shard jobs `(index, documents)` on Ray, yielding what `run_shard` returns for each,
-    in shard order, and calling `on_done(documents)` as each is yielded (as `local_shards`)."""
+    """Run the shard jobs `(index, batch)` on Ray, yielding what `run_shard` returns for each, in
+    shard order, and calling `on_done(batch)` as each is yielded (as `local_shards`)."""
     _check_workers(workers)
     ray = connect(address)
     source = _tokenizer_source(ray, tokenizer, tokenizer_source)
@@ -282,13 +278,13 @@ def ray_shards(jobs: Iterable[tuple[int, list]], out, tokenizer, tokenizer_sourc
     kwargs = {"out": str(Path(out).resolve()), "source": source, "expected_hash": tokenizer.semantic_hash,
               "settings": settings}
     results = _stream(ray, jobs, _pack_job, _shard_task, kwargs, workers,
-                      lambda job: sum(len(d.text) for d in job[1]))
-    for (index, documents), result in results:
+                      lambda job: job[1].text_bytes)
+    for (index, batch), result in results:
         entry = pickle.loads(result)
         if entry["index"] != index:  # never expected: the order key is ours; guard the manifest anyway
             raise RuntimeError(f"ray_shards: shard {index} came back as {entry['index']}")
         if on_done:
-            on_done(documents)
+            on_done(batch)
         yield entry
 
 

@@ -1,12 +1,13 @@
-"""One shard of an encoded dataset: its documents in, its three files out, as bytes.
+"""One shard of an encoded dataset: its documents in, its files out, as bytes.
 
 Everything here is a pure function of the shard's documents, the tokenizer and the settings, so
 the local engine, any number of workers and the Ray engine all write the same bytes:
 
-* `cut_shards(documents, shard_bytes, shard_docs)` groups documents in input order; a shard ends
-  when it holds `shard_docs` documents or at least `shard_bytes` bytes of text;
-* `encode_shard(tokenizer, documents, settings)` encodes every document on its own
-  (`encode_batch_flat`), puts the boundary ids around it and cuts it to `max_length`;
+* `encode_shard(tokenizer, batch, settings)` encodes every document of a batch on its own (see
+  `tinyllm.corpus.batches`), puts the boundary ids around it and cuts it to `max_length`. With
+  the Rust core and a tokenizer with a Rust engine this is one call (`encode_doc_batch`, in
+  parallel, no Python object per document); otherwise `encode_batch_flat` and `bound_batch`, the
+  reference;
 * its `EncodedShard.files()`, written into the shard's directory `NNNNN/`, are `ids.npy` (every
   id, uint16 when V <= 65,536, else uint32), `offsets.npy` (uint64, documents + 1 entries:
   document k is `ids[offsets[k]:offsets[k + 1]]`, so its length is their difference),
@@ -14,30 +15,28 @@ the local engine, any number of workers and the Ray engine all write the same by
   `docs.json` ({"document_id": [...], "source_id": [...]}). Columns, not a line per document: a
   corpus of short lines spends its time per document, and a column is one C call.
 
-`input_json` is what a shard was made from, [[document_id, source_id, text sha256 hex], ...] as
-compact JSON: its SHA-256 (the manifest's `input_digest`) lets a resumed run tell a finished shard
-of the same input from a stale one, and the dataset's corpus hash is the SHA-256 of all shards'
-lists joined into one, so it does not depend on where shards are cut.
+What a shard was made from is its documents' record digests (`batch.columns()`, see
+`tinyllm.corpus.batches.record_digest`): their SHA-256 (the manifest's `input_digest`) lets a
+resumed run tell a finished shard of the same input from a stale one.
 
 >>> from tinyllm.tok import load
+>>> from tinyllm.corpus.batches import as_batch
 >>> from tinyllm.corpus.documents import Document
->>> docs = [Document("a", "Hello world"), Document("b", "foot")]
->>> shard = encode_shard(load("gpt2"), docs, ShardSettings.for_tokenizer(load("gpt2"), "eos"))
+>>> batch = as_batch([Document("a", "Hello world"), Document("b", "foot")])
+>>> shard = encode_shard(load("gpt2"), batch, ShardSettings.for_tokenizer(load("gpt2"), "eos"))
 >>> shard.ids.tolist(), shard.offsets.tolist(), shard.ids.dtype.name
 ([15496, 995, 50256, 5898, 50256], [0, 3, 5], 'uint16')
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Optional
 
 from tinyllm import _native
-from tinyllm.corpus.documents import Document, boundary_policy
-from tinyllm.tok.text.clean import clean_text, to_utf8
+from tinyllm.corpus.batches import DocumentBatch
+from tinyllm.corpus.documents import boundary_policy
 
 #: The largest vocabulary whose ids fit uint16.
 UINT16_VOCAB = 1 << 16
@@ -79,62 +78,6 @@ class ShardSettings:
     def to_json(self) -> dict:
         return {"dtype": self.dtype, "boundary_policy": self.policy, "bos_id": self.bos_id, "eos_id": self.eos_id,
                 "max_length": self.max_length}
-
-
-def text_sha256(text: str) -> bytes:
-    """SHA-256 of a document's UTF-8 as the tokenizers read it (a lone surrogate as U+FFFD, see
-    `tinyllm.tok.text.clean`), so a str never fails to hash."""
-    return hashlib.sha256(to_utf8(text)).digest()
-
-
-def cut_shards(documents: Iterable[Document], shard_bytes: int, shard_docs: int) -> Iterator[list[Document]]:
-    """Consecutive groups of documents (see the module docstring)."""
-    shard: list[Document] = []
-    size = 0
-    for doc in documents:
-        shard.append(doc)
-        size += len(doc.text)  # characters: a bound on memory, not an exact byte count
-        if len(shard) >= shard_docs or size >= shard_bytes:
-            yield shard
-            shard, size = [], 0
-    if shard:
-        yield shard
-
-
-def input_json(documents: Sequence[Document], digests: bytes) -> bytes:
-    """[[document_id, source_id, text sha256 hex], ...] as compact UTF-8 JSON, from the texts'
-    `digests` (the reference; `columns` computes it in the core)."""
-    rows = [[clean_text(d.document_id), clean_text(d.source_id), digests[32 * k:32 * k + 32].hex()]
-            for k, d in enumerate(documents)]
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def reference_columns(documents: Sequence[Document]) -> tuple[bytes, bytes]:
-    """(every text's SHA-256, 32 bytes a document; the shard's `input_json`), in Python."""
-    digests = b"".join(text_sha256(d.text) for d in documents)
-    return digests, input_json(documents, digests)
-
-
-def columns(documents: Sequence[Document]) -> tuple[bytes, bytes]:
-    """`reference_columns`, computed by the Rust core (texts hashed in parallel) when it is
-    selected; a corpus of short lines spends most of its per-document time here."""
-    core = _native.core
-    if core is None:
-        _warn_slow_once()
-        return reference_columns(documents)
-    return core.shard_columns([d.text for d in documents], [d.document_id for d in documents],
-                              [d.source_id for d in documents])
-
-
-_warned = False
-
-
-def _warn_slow_once() -> None:
-    global _warned
-    if not _warned:
-        _warned = True
-        _native.slow_path("encode_dataset", "shard columns", "tinyllm._core is not selected (TINYLLM_PURE_PYTHON=1 "
-                          "or no build)")
 
 
 def bound_batch(ids, offsets, bos: Optional[int], eos: Optional[int], max_length: Optional[int]):
@@ -199,21 +142,13 @@ class EncodedShard:
     offsets: object  # numpy uint64, documents + 1
     truncated: object  # numpy bool, one a document
     text_sha256: object  # numpy uint8 (documents, 32)
-    document_ids: list
-    source_ids: list
-    input_json: bytes
+    docs_json: bytes
 
-    def files(self) -> dict[str, bytes]:
-        """File name -> bytes of the shard's files."""
-        import numpy as np
-
-        out = {}
-        for kind in ("ids", "offsets", "truncated", "text_sha256"):
-            buffer = io.BytesIO()
-            np.save(buffer, getattr(self, kind), allow_pickle=False)
-            out[shard_file(kind)] = buffer.getvalue()
-        docs = {"document_id": self.document_ids, "source_id": self.source_ids}
-        out[shard_file("docs")] = json.dumps(docs, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    def files(self) -> dict[str, tuple]:
+        """File name -> the shard's file as byte buffers to write one after another."""
+        out = {shard_file(kind): npy_parts(getattr(self, kind)) for kind in ("ids", "offsets", "truncated",
+                                                                               "text_sha256")}
+        out[shard_file("docs")] = (self.docs_json,)
         return out
 
     @property
@@ -225,17 +160,72 @@ class EncodedShard:
         return int(self.ids.max()) if len(self.ids) else -1
 
 
-def encode_shard(tokenizer, documents: Sequence[Document], settings: ShardSettings, index: int = 0,
-                 made: Optional[tuple[bytes, bytes]] = None) -> EncodedShard:
-    """Encode shard `index` (see the module docstring); `made` is its `columns(documents)` when
-    the caller has them already."""
+def npy_parts(array) -> tuple[bytes, memoryview]:
+    """(header, data) of `array` as a `.npy` file: the bytes `numpy.save` writes, without copying
+    the data (a shard's ids are most of its size).
+
+    >>> import io, numpy as np
+    >>> a = np.arange(5, dtype=np.uint16)
+    >>> saved = io.BytesIO(); np.save(saved, a)
+    >>> b"".join(npy_parts(a)) == saved.getvalue()
+    True
+    """
     import numpy as np
 
-    flat, offsets = tokenizer.encode_batch_flat([d.text for d in documents])
-    ids = np.frombuffer(flat, dtype=np.uint32) if len(flat) else np.zeros(0, dtype=np.uint32)
-    out, out_offsets, truncated = bound_batch(ids, np.frombuffer(offsets, dtype=np.uint64).astype(np.int64),
-                                              settings.bos_id, settings.eos_id, settings.max_length)
-    digests, made_from = columns(documents) if made is None else made
-    table = np.frombuffer(digests, dtype=np.uint8).reshape(len(documents), 32)
-    return EncodedShard(index, out.astype(settings.dtype), out_offsets.astype(np.uint64), truncated.astype(bool),
-                        table, [d.document_id for d in documents], [d.source_id for d in documents], made_from)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
+    return header.getvalue(), memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
+def encode_shard(tokenizer, batch, settings: ShardSettings, index: int = 0,
+                 made: Optional[tuple[bytes, bytes]] = None) -> EncodedShard:
+    """Encode shard `index` (see the module docstring); `made` is its `batch.columns()` when the
+    caller has them already."""
+    import numpy as np
+
+    digests = (batch.columns() if made is None else made)[0]
+    table = np.frombuffer(digests, dtype=np.uint8).reshape(len(batch), 32)
+    columns = _encode_native(tokenizer, batch, settings)
+    if columns is None:
+        flat, offsets = tokenizer.encode_batch_flat(batch.texts())
+        ids = np.frombuffer(flat, dtype=np.uint32) if len(flat) else np.zeros(0, dtype=np.uint32)
+        out, out_offsets, truncated = bound_batch(ids, np.frombuffer(offsets, dtype=np.uint64).astype(np.int64),
+                                                  settings.bos_id, settings.eos_id, settings.max_length)
+        columns = out.astype(settings.dtype), out_offsets.astype(np.uint64), truncated.astype(bool)
+    return EncodedShard(index, *columns, table, batch.docs_json())
+
+
+def _encode_native(tokenizer, batch, settings: ShardSettings):
+    """(ids, offsets, truncated) from the tokenizer's Rust engine in one call, or None when there
+    is none to call (no core, a reference batch, a tokenizer without an engine) or the engine
+    refused a text: then the reference runs (and `encode_batch_flat` warns about, or raises, what
+    the engine refused)."""
+    import numpy as np
+
+    core = _native.core
+    if core is None:
+        _warn_slow_once()
+        return None
+    fast = getattr(tokenizer, "fast_engine", None)
+    found = fast() if fast is not None and not isinstance(batch, DocumentBatch) else None
+    if found is None:
+        return None
+    engine, matchable = found
+    try:
+        ids, offsets, truncated = engine.encode_doc_batch(batch, matchable, settings.bos_id, settings.eos_id,
+                                                          settings.max_length, settings.dtype == "uint32")
+    except ValueError:
+        return None
+    return (np.frombuffer(ids, dtype=settings.dtype), np.frombuffer(offsets, dtype=np.uint64),
+            np.frombuffer(truncated, dtype=bool))
+
+
+_warned = False
+
+
+def _warn_slow_once() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        _native.slow_path("encode_dataset", "shards", "tinyllm._core is not selected (TINYLLM_PURE_PYTHON=1 or no "
+                          "build)")

@@ -379,6 +379,18 @@ class PipelineTokenizer(TokenizerBase):
             batch = [self.post_processor.apply(ids)[0] for ids in batch]
         return batch
 
+    def fast_engine(self) -> Optional[tuple[object, list[str]]]:
+        """(the Rust engine, the added-token texts that plain `encode` lets match) for callers
+        that hand whole columns of user text to the core (`tinyllm.corpus.shards`), or None when
+        this tokenizer has no engine or its default policy refuses some text (then
+        `encode_batch_flat` is the way, and says why)."""
+        if self._fast is None:
+            return None
+        policy = self._policy((), ())
+        if policy.disallowed:
+            return None
+        return self._fast, list(self._matchable(policy))
+
     def encode_batch_flat(self, texts, add_special: bool = False, *, allowed_special: SpecialSet = (),
                           disallowed_special: SpecialSet = ()) -> tuple[array, array]:
         texts = [require_str(t, f"encode_batch_flat: texts[{k}]") for k, t in enumerate(texts)]
