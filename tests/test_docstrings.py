@@ -96,6 +96,10 @@ MODULES = [
     "tinyllm.corpus.ray_engine",
     "tinyllm.corpus.dedup",
     "tinyllm.corpus.minhash",
+    "tinyllm.serve.app",
+    "tinyllm.serve.errors",
+    "tinyllm.serve.streaming",
+    "tinyllm.serve.chat",
 ]
 
 

@@ -38,6 +38,7 @@ PUBLIC = {
     "tinyllm.corpus": ["encode_dataset", "verify_dataset", "load_dataset", "Document", "EncodedDocument",
                        "encode_document", "join_encoded", "read_documents", "split_by_group", "source_mix",
                        "source_stats", "exact_dedup_key", "shingles", "jaccard", "MinHasher", "LSH", "dedup"],
+    "tinyllm.serve": ["create_app", "Limits", "DEFAULT_TOKENIZERS", "RequestError"],
     "tinyllm.cli": ["main"],
 }
 

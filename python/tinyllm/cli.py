@@ -20,6 +20,7 @@
     tinyllm release stage|admit|rollback|status   # whole releases in a SQLite store
     tinyllm encode-dataset data.jsonl -t gpt2 -o out/   # sharded ids bound to the tokenizer (resumable)
     tinyllm verify-dataset out/ -t gpt2      # re-hash the shards, check ids and the tokenizer binding
+    tinyllm serve                            # the HTTP token service + playground on 127.0.0.1:8000
 
 Errors print one line on stderr and exit with status 2 (`doctor` exits 1 when it finds an error,
 `release admit` exits 3 when the candidate is rolled back).
@@ -383,6 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     from tinyllm.corpus.command import add_parsers as add_corpus_parsers
 
     add_corpus_parsers(sub, tok_help)
+
+    from tinyllm.serve.command import add_parsers as add_serve_parsers
+
+    add_serve_parsers(sub)
 
     gold = sub.add_parser("golden", help="record golden cases of a tokenizer, or check it against them")
     verbs = gold.add_subparsers(dest="golden_command", metavar="{make,verify}", parser_class=_Parser, required=True)
