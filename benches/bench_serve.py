@@ -4,7 +4,9 @@ around Hugging Face `tokenizers`, same run, same machine.
     python benches/bench_serve.py                          # 32 clients, 10 s per scenario
     python benches/bench_serve.py --seconds 5 --concurrency 8
     python benches/bench_serve.py --long                   # 60 s of tokenize-8k: is RSS bounded?
-    python benches/bench_serve.py --pin                    # servers on CPU 0, the client on CPU 1
+    python benches/bench_serve.py --client-lib raw         # a client light enough to load the servers
+    python benches/bench_serve.py --long --pool 1000 --servers tinyllm --client-lib raw
+    python benches/bench_serve.py --pin                    # servers on CPU 0, the clients on CPU 1
     python benches/bench_serve.py --app /tmp/app_x.py      # also a patched copy of app.py ("app_x" rows)
 
 Each server is its own process (`python benches/bench_serve.py --serve tinyllm|hf --port N`:
@@ -12,11 +14,12 @@ uvicorn, one worker, loopback, no access log): `tinyllm` is `create_app(["gpt2"]
 minimal FastAPI app defined here that wraps `tokenizers.Tokenizer.from_file` on the same gpt2
 `tokenizer.json` the same way (routes /v1/tokenize and /v1/count, a pydantic body with
 `tokenizer` and `text`, the same response fields, sync `def` handlers). The load generator is a
-separate process too (`--client-procs`, default 1; `--client inproc` runs it in this process
+separate process too (`--client-procs`, default 2; `--client inproc` runs it in this process
 instead): `--concurrency` clients (default 32) on `httpx.AsyncClient` keep-alive connections,
 each sending its next request as soon as the last one is answered, for `--seconds` per scenario
 after `--warmup` untimed requests. Scenarios, each over a pool of distinct texts cut from
-../shared/data/corpora/*/*.txt (read now; generated text when missing, and it says so):
+../shared/data/corpora/*/*.txt (read now; generated text when missing, and it says so), `--pool`
+of them (default 64, sent round-robin, so the servers' word caches are warm after the warm-up):
 
 * `tokenize-short`: POST /v1/tokenize, ~50-character texts (whole corpus lines);
 * `tokenize-8k`:    POST /v1/tokenize, 8 KB texts (8,192 UTF-8 bytes, cut at a character);
@@ -44,12 +47,15 @@ Then, per scenario, one summary line: tinyllm / HF for req/s (the issue's target
 and at the end, so memory growth over a long run shows.
 
 On a small machine the client competes with the server for the CPU: `cli cpu` is the client
-process's CPU (cores) over the run. httpx costs about 2 ms of client CPU per request, more than
-either server spends answering one (tinyllm ~0.5-1 ms), so with httpx the run is client-bound
+processes' CPU (cores, summed) over the run. httpx costs 1-2.5 ms of client CPU per request,
+more than tinyllm spends answering one (~0.5-1 ms), so with httpx the run is client-bound
 and req/s ratios shrink toward 1 (a summary line says CLIENT-BOUND when the client used more
-CPU than the server); `--client-lib raw` (bare HTTP/1.1 on asyncio streams, ~0.05-0.3 ms per
-request) measures the servers. `--pin` separates them (servers on CPU 0, clients on the rest),
-which also keeps a server from using a second core; with httpx on one core it is worse.
+CPU than the server). One httpx process saturates its event loop near 1 core (measured on 2
+cores: tinyllm tokenize-8k ~300 req/s with one client process, ~500-775 with two), hence the
+default of 2; `--client-lib raw` (bare HTTP/1.1 on asyncio streams, ~0.05-0.3 ms of client CPU
+per request) measures the servers themselves. `--pin` separates them (servers on CPU 0, clients
+on the rest), which also keeps a server from using a second core; with httpx it is worse (the
+clients get one core: both servers fall to ~160-200 req/s, ratios ~1.1-1.2).
 """
 
 from __future__ import annotations
@@ -440,7 +446,8 @@ def main(argv=None) -> int:
     parser.add_argument("--app", action="append", help="a patched copy of app.py, added to --servers (repeatable)")
     parser.add_argument("--long", action="store_true", help="60 s of tokenize-8k, with an RSS timeline")
     parser.add_argument("--client", choices=("proc", "inproc"), default="proc")
-    parser.add_argument("--client-procs", type=int, default=1)
+    parser.add_argument("--client-procs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="client processes sharing --concurrency (default: 2, or 1 on one core)")
     parser.add_argument("--client-lib", choices=("httpx", "raw"), default="httpx",
                         help="httpx.AsyncClient, or bare HTTP/1.1 on asyncio streams (far less client CPU)")
     parser.add_argument("--pin", action="store_true", help="servers on the first CPU, clients on the others")
@@ -470,7 +477,8 @@ def main(argv=None) -> int:
     print(f"texts: {where}; {len(pools['short'][0])} short (mean {statistics.mean(map(len, pools['short'][0])):.0f} "
           f"chars), {len(pools['8k'][0])} of 8 KB (mean {statistics.mean(len(t.encode()) for t in pools['8k'][0]):.0f} "
           f"bytes, {statistics.mean(map(len, pools['8k'][1])):.0f} ids); left out, tinyllm != HF: {dropped}")
-    print(f"{args.concurrency} clients ({args.client_lib}, {args.client}, {args.client_procs} process(es)), {args.seconds:g} s per run "
+    where_clients = "in this process" if args.client == "inproc" else f"{args.client_procs} process(es)"
+    print(f"{args.concurrency} clients ({args.client_lib}, {where_clients}), {args.seconds:g} s per run "
           f"after {args.warmup} warm-up requests; cores: {os.cpu_count()}"
           + (f"; pinned: servers on CPU {pin[0]}, clients on {pin[1:]}" if server_cpus else ""))
 
@@ -510,10 +518,11 @@ def main(argv=None) -> int:
                 errors = a["errors"] + b["errors"]
                 verdict = "meets" if rps >= 1.5 and p99 <= 1.0 and errors == 0 else "misses"
                 bound = [k for k, r in ((kind, a), ("hf", b)) if r["cli_cpu"] > r["srv_cpu"]]
-                print(f"{scenario}: {kind}/hf req/s {rps:.2f}x, p99 {p99:.2f}x, us/req {a['us_req'] / b['us_req']:.2f}x, "
-                      f"errors {a['errors']}+{b['errors']}; {verdict} the target (req/s >= 1.5x, p99 <= 1.0x, 0 errors)"
-                      + (f"; CLIENT-BOUND ({', '.join(bound)}: the client used more CPU than the server, so req/s "
-                         "understates the faster server; see --client-lib raw)" if bound else ""))
+                print(f"{scenario}: {kind}/hf req/s {rps:.2f}x, p99 {p99:.2f}x, "
+                      f"us/req {a['us_req'] / b['us_req']:.2f}x, errors {a['errors']}+{b['errors']}; "
+                      f"{verdict} the target (req/s >= 1.5x, p99 <= 1.0x, 0 errors)"
+                      + (f"; CLIENT-BOUND for {'+'.join(bound)} (client CPU > server CPU: req/s understates the "
+                         "faster server; --client-lib raw)" if bound else ""))
         if any(not r["peak_reset"] for r in results):
             print("* VmHWM could not be reset: the process's peak so far")
     finally:

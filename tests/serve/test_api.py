@@ -5,8 +5,6 @@ and the limits hold exactly at their bounds."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from tests.support.sse import events  # noqa: E402
 from tinyllm.serve import Limits, create_app  # noqa: E402
 from tinyllm.tok import load  # noqa: E402
 
@@ -51,17 +50,6 @@ def post(client, path, body):
         return client.post(path, content=body.encode("utf-8", "surrogatepass"),
                            headers={"content-type": "application/json"})
     return client.post(path, json=body)
-
-
-def events(response) -> list[dict]:
-    """The Server-Sent Events of a stream response, each `data:` line parsed as JSON."""
-    assert response.headers["content-type"].startswith("text/event-stream")
-    out = []
-    for block in response.text.split("\n\n"):
-        if block.strip():
-            assert block.startswith("data: "), block
-            out.append(json.loads(block[len("data: "):]))
-    return out
 
 
 def streamed(client, body) -> tuple[str, str]:

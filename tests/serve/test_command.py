@@ -37,7 +37,8 @@ def _post(url: str, body: bytes, headers: dict) -> tuple[int, dict]:
 def server():
     port = _free_port()
     env = {**os.environ, "TINYLLM_API_KEY": "s3cret"}
-    proc = subprocess.Popen([sys.executable, "-m", "tinyllm.cli", "serve", "-t", "gpt2", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "tinyllm.cli", "serve", "-t", "gpt2", "--port", str(port),
+                             "--max-text-chars", "100"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -79,9 +80,15 @@ def test_a_bad_id_names_its_field_over_the_wire(server):
     assert status == 400 and body["error"]["param"] == "ids[1]"
 
 
+def test_the_text_limit_from_the_command_line(server):
+    status, body = _post(server + "/v1/count", b'{"text": "' + b"a" * 101 + b'"}', {"X-API-Key": "s3cret"})
+    assert status == 413 and body["error"]["param"] == "text"
+
+
 @pytest.mark.parametrize("args, message", [
     (["--workers", "0"], "--workers: found 0"),
     (["--port", "70000"], "--port: found 70000"),
+    (["--max-text-chars", "0"], "--max-text-chars: found"),
 ])
 def test_bad_arguments_are_one_line_errors(args, message):
     run = subprocess.run([sys.executable, "-m", "tinyllm.cli", "serve", *args], capture_output=True, text=True,

@@ -5,8 +5,6 @@ characters split across ids included."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -16,6 +14,7 @@ schemathesis = pytest.importorskip("schemathesis")
 from fastapi.testclient import TestClient  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 
+from tests.support.sse import events  # noqa: E402
 from tinyllm.serve import create_app  # noqa: E402
 from tinyllm.tok import load  # noqa: E402
 
@@ -60,16 +59,6 @@ APP = create_app(NAMES)
 @pytest.fixture(scope="module")
 def client():
     return TestClient(APP, raise_server_exceptions=False)
-
-
-def events(response) -> list[dict]:
-    assert response.headers["content-type"].startswith("text/event-stream")
-    out = []
-    for block in response.text.split("\n\n"):
-        if block.strip():
-            assert block.startswith("data: "), block
-            out.append(json.loads(block[len("data: "):]))
-    return out
 
 
 # -- schemathesis: every operation, never a 5xx ---------------------------------------------------

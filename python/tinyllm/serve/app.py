@@ -79,37 +79,51 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
         return {"default": reg.default, "tokenizers": reg.infos()}
 
     @app.post("/v1/tokenize")
-    def tokenize(req: TokenizeRequest) -> dict:
+    async def tokenize(req: TokenizeRequest) -> dict:
         name, tok = _tokenizer(reg, req.tokenizer)
         texts, single = _texts(req, limits)
         allowed = _allowed(req.allowed_special)
-        if req.return_pieces or req.return_offsets:
-            rows = [_structured(tok, t, req.add_special, allowed, req.return_pieces, req.return_offsets)
-                    for t in texts]
-        else:
-            batch = _encode(lambda: tok.encode_batch(texts, req.add_special, allowed_special=allowed))
-            rows = [{"ids": ids, "count": len(ids)} for ids in batch]
+
+        def work() -> list[dict]:
+            if req.return_pieces or req.return_offsets:
+                return [_structured(tok, t, req.add_special, allowed, req.return_pieces, req.return_offsets)
+                        for t in texts]
+            if single:  # encode_batch hands even one text to the core's thread pool: 0.05-0.3 ms here
+                batch = [_encode(lambda: tok.encode(texts[0], req.add_special, allowed_special=allowed))]
+            else:
+                batch = _encode(lambda: tok.encode_batch(texts, req.add_special, allowed_special=allowed))
+            return [{"ids": ids, "count": len(ids)} for ids in batch]
+
+        rows = await _run(work, sum(map(len, texts)))
         head = {"tokenizer": name, "semantic_hash": reg.info(name)["semantic_hash"]}
         return {**head, **rows[0]} if single else {**head, "results": rows}
 
     @app.post("/v1/count")
-    def count(req: CountRequest) -> dict:
+    async def count(req: CountRequest) -> dict:
         name, tok = _tokenizer(reg, req.tokenizer)
         texts, single = _texts(req, limits)
         allowed = _allowed(req.allowed_special)
-        _, offsets = _encode(lambda: tok.encode_batch_flat(texts, req.add_special, allowed_special=allowed))
+
+        def work():
+            return _encode(lambda: tok.encode_batch_flat(texts, req.add_special, allowed_special=allowed))[1]
+
+        offsets = await _run(work, sum(map(len, texts)))
         counts = [offsets[k + 1] - offsets[k] for k in range(len(texts))]
         head = {"tokenizer": name, "semantic_hash": reg.info(name)["semantic_hash"]}
         return {**head, "count": counts[0]} if single else {**head, "counts": counts, "total": sum(counts)}
 
     @app.post("/v1/detokenize")
-    def detokenize(req: DetokenizeRequest) -> dict:
+    async def detokenize(req: DetokenizeRequest) -> dict:
         name, tok = _tokenizer(reg, req.tokenizer)
         _check_length("ids", req.ids, limits.max_ids)
-        try:
-            text = tok.decode(req.ids, req.skip_special)
-        except ValueError as e:
-            raise RequestError(ids_param(e), str(e)) from None
+
+        def work() -> str:
+            try:
+                return tok.decode(req.ids, req.skip_special)
+            except ValueError as e:
+                raise RequestError(ids_param(e), str(e)) from None
+
+        text = await _run(work, len(req.ids) * 4)
         return {"tokenizer": name, "semantic_hash": reg.info(name)["semantic_hash"], "text": text}
 
     @app.post("/v1/detokenize/stream")
@@ -132,6 +146,21 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
         return HTMLResponse(page)
 
     return app
+
+
+#: Requests of up to this many characters (or 4 x ids) are served on the event loop: an 8 KB text
+#: encodes in about 0.1 ms, less than the hop to the thread pool costs. Larger ones go to the pool,
+#: so one big request (up to `Limits.max_text_chars`) does not stall every other.
+INLINE_CHARS = 1 << 16
+
+
+async def _run(work, size: int):
+    """`work()` on the event loop when `size` is small, else on the thread pool."""
+    if size <= INLINE_CHARS:
+        return work()
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(work)
 
 
 def _version() -> str:

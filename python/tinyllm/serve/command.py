@@ -23,6 +23,8 @@ def add_parsers(sub) -> None:
     serve.add_argument("--workers", type=int, default=1, help="server processes (default: 1)")
     serve.add_argument("--api-key", help=f"require this key (default: ${API_KEY_ENV} when set)")
     serve.add_argument("--max-body-mb", type=float, default=16.0, help="largest request body, in MB (default: 16)")
+    serve.add_argument("--max-text-chars", type=int, default=4 << 20,
+                       help="longest text, in characters (default: 4194304)")
     serve.set_defaults(run=cmd_serve)
 
 
@@ -37,7 +39,12 @@ def cmd_serve(args) -> int:
         raise ValueError(f"--port: found {args.port}; expected 1..65535")
     # The app is made in each worker process from these (uvicorn imports it by name there).
     os.environ["TINYLLM_SERVE_TOKENIZERS"] = "\n".join(args.tokenizer or [])
+    if not args.max_body_mb > 0:
+        raise ValueError(f"--max-body-mb: found {args.max_body_mb}; expected a positive number of MB")
+    if args.max_text_chars < 1:
+        raise ValueError(f"--max-text-chars: found {args.max_text_chars}; expected an integer >= 1")
     os.environ["TINYLLM_SERVE_MAX_BODY"] = str(int(args.max_body_mb * 1e6))
+    os.environ["TINYLLM_SERVE_MAX_TEXT"] = str(args.max_text_chars)
     if args.api_key:
         os.environ[API_KEY_ENV] = args.api_key
     from tinyllm.serve.app_factory import app_from_environment
