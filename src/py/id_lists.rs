@@ -121,12 +121,10 @@ impl IdLists {
         let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
         let n = views.len();
         if is_small(&views) {
-            let lists = views
+            let results = py.detach(|| encode_all(&views, &encode))?;
+            let lists = results
                 .iter()
-                .map(|t| {
-                    let ids = py.detach(|| encode(t))?;
-                    self.list(py, &ids)
-                })
+                .map(|ids| self.list(py, ids))
                 .collect::<PyResult<Vec<_>>>()?;
             return PyList::new(py, lists);
         }
@@ -230,6 +228,18 @@ fn is_small(texts: &[&str]) -> bool {
     texts.len() < 2 || texts.iter().map(|t| t.len()).sum::<usize>() < SMALL_BATCH_BYTES
 }
 
+/// The ids of every text, in order: on this thread for a small batch, else on the pool.
+fn encode_all(
+    texts: &[&str],
+    encode: &(impl Fn(&str) -> Result<Vec<u32>, Error> + Sync),
+) -> Result<Vec<Vec<u32>>, Error> {
+    if is_small(texts) {
+        texts.iter().map(|t| encode(t)).collect()
+    } else {
+        texts.par_iter().map(|t| encode(t)).collect()
+    }
+}
+
 impl IdLists {
     /// `ids` as a list of the shared ints.
     pub(crate) fn ids_list<'py>(
@@ -256,16 +266,7 @@ pub(crate) fn encode_batch_flat<'py>(
         .map(text_as_utf8)
         .collect::<PyResult<Vec<_>>>()?;
     let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
-    let results = py.detach(|| {
-        if is_small(&views) {
-            views.iter().map(|t| encode(t)).collect::<Result<Vec<Vec<u32>>, Error>>()
-        } else {
-            views
-                .par_iter()
-                .map(|t| encode(t))
-                .collect::<Result<Vec<Vec<u32>>, Error>>()
-        }
-    })?;
+    let results = py.detach(|| encode_all(&views, &encode))?;
     let total: usize = results.iter().map(Vec::len).sum();
     let ids = PyBytes::new_with(py, total * 4, |buf| {
         let mut at = 0;

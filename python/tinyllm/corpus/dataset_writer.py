@@ -52,13 +52,13 @@ from tinyllm.corpus.shards import ShardSettings
 FORMAT = "tinyllm-encoded-dataset-v1"
 CORPUS_DOMAIN = "tinyllm-dataset-corpus-v2"
 DEFAULT_SHARD_BYTES = 16 << 20
-#: What `run_shard` returns beside a shard's manifest entry.
-TRANSIENT = ("resumed", "digests")
 DEFAULT_SHARD_DOCS = 1 << 20
 #: Shards encoded at once. Each shard's encoding already uses every core; a second one overlaps
 #: one shard's hashing and writing with the next one's encoding (about 1.1-1.3x here, for about
 #: 100 MB more memory).
 DEFAULT_WORKERS = 2
+#: What `run_shard` returns beside a shard's manifest entry.
+TRANSIENT = ("resumed", "digests")
 
 
 class _Progress:
@@ -132,8 +132,8 @@ def _check_count(name: str, value, low: int) -> int:
 
 
 def encode_dataset(documents: Iterable[Document], tokenizer, out, *, policy="eos", max_length: Optional[int] = None,
-                   shard_bytes: int = DEFAULT_SHARD_BYTES, shard_docs: int = DEFAULT_SHARD_DOCS, workers: int = DEFAULT_WORKERS,
-                   engine: str = "local", template_hash: Optional[str] = None, progress: bool = True,
+                   shard_bytes: int = DEFAULT_SHARD_BYTES, shard_docs: int = DEFAULT_SHARD_DOCS,
+                   workers: int = DEFAULT_WORKERS, engine: str = "local", template_hash: Optional[str] = None, progress: bool = True,
                    ray_address: Optional[str] = None, tokenizer_source=None) -> dict:
     """Encode `documents` into the dataset directory `out` (see the module docstring) and return
     the manifest. `engine="ray"` runs the shards on Ray Data (`tinyllm.corpus.ray_engine`; then
@@ -175,18 +175,19 @@ def encode_dataset(documents: Iterable[Document], tokenizer, out, *, policy="eos
 
 def build_manifest(entries: list[dict], tokenizer, settings: ShardSettings, corpus_hash: str,
                    template_hash: Optional[str], shard_bytes: int, shard_docs: int) -> dict:
-    shards = [{k: v for k, v in e.items() if k not in TRANSIENT} for e in entries]
+    """The manifest of the shards whose `entries` (in shard order, without `TRANSIENT` keys) are
+    given."""
     return {
         "format": FORMAT,
         "tokenizer": {"semantic_hash": tokenizer.semantic_hash, "vocab_size": tokenizer.vocab_size},
         "template_hash": template_hash,
         "corpus_hash": corpus_hash,
         "settings": {**settings.to_json(), "shard_bytes": shard_bytes, "shard_docs": shard_docs},
-        "records": sum(e["records"] for e in shards),
-        "tokens": sum(e["tokens"] for e in shards),
-        "max_token_id": max((e["max_token_id"] for e in shards), default=-1),
-        "truncated_records": sum(e["truncated_records"] for e in shards),
-        "shards": shards,
+        "records": sum(e["records"] for e in entries),
+        "tokens": sum(e["tokens"] for e in entries),
+        "max_token_id": max((e["max_token_id"] for e in entries), default=-1),
+        "truncated_records": sum(e["truncated_records"] for e in entries),
+        "shards": entries,
     }
 
 

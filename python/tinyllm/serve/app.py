@@ -68,7 +68,8 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
                   description="Tokenize, count and decode with tinyllm; errors name the field.")
     app.state.registry = reg
     _install_errors(app)
-    _install_guards(app, api_key, limits)
+    app.add_middleware(Guard, api_key=api_key, max_body_bytes=limits.max_body_bytes)
+    page = resources.files("tinyllm.serve").joinpath("playground.html").read_text(encoding="utf-8")
 
     @app.get("/healthz")
     def healthz() -> dict:
@@ -80,7 +81,7 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
 
     @app.post("/v1/tokenize")
     async def tokenize(req: TokenizeRequest) -> dict:
-        name, tok = _tokenizer(reg, req.tokenizer)
+        name, tok = reg.resolve(req.tokenizer)
         texts, single = _texts(req, limits)
         allowed = _allowed(req.allowed_special)
 
@@ -88,19 +89,16 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
             if req.return_pieces or req.return_offsets:
                 return [_structured(tok, t, req.add_special, allowed, req.return_pieces, req.return_offsets)
                         for t in texts]
-            if single:  # encode_batch hands even one text to the core's thread pool: 0.05-0.3 ms here
-                batch = [_encode(lambda: tok.encode(texts[0], req.add_special, allowed_special=allowed))]
-            else:
-                batch = _encode(lambda: tok.encode_batch(texts, req.add_special, allowed_special=allowed))
+            batch = _encode(lambda: tok.encode_batch(texts, req.add_special, allowed_special=allowed))
             return [{"ids": ids, "count": len(ids)} for ids in batch]
 
         rows = await _run(work, sum(map(len, texts)))
-        head = {"tokenizer": name, "semantic_hash": reg.info(name)["semantic_hash"]}
+        head = reg.identity(name)
         return {**head, **rows[0]} if single else {**head, "results": rows}
 
     @app.post("/v1/count")
     async def count(req: CountRequest) -> dict:
-        name, tok = _tokenizer(reg, req.tokenizer)
+        name, tok = reg.resolve(req.tokenizer)
         texts, single = _texts(req, limits)
         allowed = _allowed(req.allowed_special)
 
@@ -109,12 +107,12 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
 
         offsets = await _run(work, sum(map(len, texts)))
         counts = [offsets[k + 1] - offsets[k] for k in range(len(texts))]
-        head = {"tokenizer": name, "semantic_hash": reg.info(name)["semantic_hash"]}
+        head = reg.identity(name)
         return {**head, "count": counts[0]} if single else {**head, "counts": counts, "total": sum(counts)}
 
     @app.post("/v1/detokenize")
     async def detokenize(req: DetokenizeRequest) -> dict:
-        name, tok = _tokenizer(reg, req.tokenizer)
+        name, tok = reg.resolve(req.tokenizer)
         _check_length("ids", req.ids, limits.max_ids)
 
         def work() -> str:
@@ -124,13 +122,13 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
                 raise RequestError(ids_param(e), str(e)) from None
 
         text = await _run(work, len(req.ids) * 4)
-        return {"tokenizer": name, "semantic_hash": reg.info(name)["semantic_hash"], "text": text}
+        return {**reg.identity(name), "text": text}
 
     @app.post("/v1/detokenize/stream")
     def detokenize_stream(req: StreamRequest) -> StreamingResponse:
         from tinyllm.serve.streaming import decode_events
 
-        name, tok = _tokenizer(reg, req.tokenizer)
+        name, tok = reg.resolve(req.tokenizer)
         _check_length("ids", req.ids, limits.max_ids)
         events = decode_events(tok, req)  # checks every id before the first event
         return StreamingResponse(events, media_type="text/event-stream",
@@ -142,7 +140,6 @@ def create_app(tokenizers: Iterable = DEFAULT_TOKENIZERS, *, api_key: Optional[s
 
     @app.get("/", response_class=HTMLResponse)
     def playground() -> HTMLResponse:
-        page = resources.files("tinyllm.serve").joinpath("playground.html").read_text(encoding="utf-8")
         return HTMLResponse(page)
 
     return app
@@ -167,11 +164,6 @@ def _version() -> str:
     from tinyllm import __version__
 
     return __version__
-
-
-def _tokenizer(reg: Registry, name: Optional[str]):
-    name = reg.default if name is None else name
-    return name, reg.get(name)
 
 
 def _texts(req, limits: Limits) -> tuple[list[str], bool]:
@@ -247,10 +239,6 @@ def _install_errors(app: FastAPI) -> None:
         param = {400: "body", 404: "path", 405: "method"}.get(exc.status_code, "request")
         return JSONResponse(RequestError(param, f"{request.method} {request.url.path}: {exc.detail}").body(),
                             status_code=exc.status_code, headers=getattr(exc, "headers", None))
-
-
-def _install_guards(app: FastAPI, api_key: Optional[str], limits: Limits) -> None:
-    app.add_middleware(Guard, api_key=api_key, max_body_bytes=limits.max_body_bytes)
 
 
 class Guard:

@@ -42,8 +42,7 @@ def register(app, reg) -> None:
     def chat_compile(req: ChatCompileRequest) -> dict:
         from tinyllm.runtime import Checkpoint, compile_request
 
-        name = reg.default if req.tokenizer is None else req.tokenizer
-        tok = reg.get(name)
+        name, tok = reg.resolve(req.tokenizer)
         template = reg.template(name)
         checkpoint = Checkpoint(tok.semantic_hash, template.hash, tok.vocab_size)
         for k, message in enumerate(req.messages):
@@ -55,7 +54,7 @@ def register(app, reg) -> None:
             compiled = compile_request(req.messages, req.mode, tok, template, checkpoint)
         except ValueError as e:
             param = field_of(e, "messages")
-            raise RequestError(param if param in ("mode",) or param.startswith("messages") else "messages",
+            raise RequestError(param if param == "mode" or param.startswith("messages") else "messages",
                                str(e)) from None
         return {"tokenizer": name, **_request_json(compiled)}
 

@@ -7,7 +7,7 @@ what `GET /v1/tokenizers` lists for each.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Iterable, Optional
 
 from tinyllm.serve.errors import RequestError
 
@@ -32,6 +32,15 @@ class Registry:
     @property
     def default(self) -> str:
         return next(iter(self.tokenizers))
+
+    def resolve(self, name: Optional[str]) -> tuple[str, object]:
+        """(name, tokenizer) of a request's `tokenizer` field: the default one when it is None."""
+        name = self.default if name is None else name
+        return name, self.get(name)
+
+    def identity(self, name: str) -> dict:
+        """What every answer about tokenizer `name` starts with: its name and semantic hash."""
+        return {"tokenizer": name, "semantic_hash": self._info[name]["semantic_hash"]}
 
     def get(self, name: str, param: str = "tokenizer"):
         """The tokenizer called `name`; a RequestError naming `param` for any other name."""
