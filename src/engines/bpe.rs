@@ -168,7 +168,9 @@ impl<'a> Ahead<'a> {
     fn push(&mut self, buf: &[u8], start: usize, end: usize) {
         let Some(key) = Key::at(buf, start, end) else {
             self.finish();
-            self.model.encode_word(&buf[start..end], self.out);
+            let (model, piece) = (self.model, &buf[start..end]);
+            self.cache
+                .encode_long(piece, self.out, |out| model.encode_word(piece, out));
             return;
         };
         self.cache.prefetch(&key);

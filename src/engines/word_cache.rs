@@ -4,23 +4,40 @@
 //! model again. The cache belongs to an engine and is split into fixed-size shards picked by
 //! thread, each locked once per text rather than once per piece, so parallel batches do not
 //! contend and the memory goes when the engine goes. Results never depend on what it holds.
+//!
+//! A shard is a fixed table of cache lines (8 MiB on machines of up to 8 cores, less per shard on
+//! bigger ones) for pieces of up to 32 bytes and 7 ids, and a spill store, at most half that
+//! size, for pieces of 33 to 1,024 bytes, which a line cannot hold. Both are allocated on first
+//! use and freed by `clear_cache`.
 
+use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-/// Pieces of at most this many bytes, with at most [`LONG_IDS`] ids, are cached. Longer ones are
-/// not: they rarely repeat (a CJK sentence is one GPT-2 piece).
+use rustc_hash::{FxHashMap, FxHasher};
+
+/// Pieces of at most this many bytes, with at most [`LONG_IDS`] ids, are cached in the lines;
+/// longer ones in the [`Spill`] store.
 pub const MAX_KEY: usize = 32;
 /// The most ids of a piece in a short slot, and of a piece at all.
 const SHORT_IDS: usize = 3;
 const LONG_IDS: usize = 7;
 /// The longest piece a short slot holds.
 const SHORT_KEY: usize = 16;
-/// Lines per shard (4 MiB). The table has a fixed size, so a shard never allocates after its
-/// first use and never rehashes: measured with examples/encode_file, a growing hash map cleared
-/// at 128K entries was 1.5x slower on the multilingual corpus, where most lookups miss and every
-/// miss walked cold memory.
-const LINES: usize = 1 << 16;
+/// Pieces longer than [`MAX_KEY`] bytes, up to this many, are kept in the shard's [`Spill`]
+/// store, which is emptied when its keys and ids pass half the size of the shard's lines. Longer
+/// ones are not cached: one huge piece (a megabyte of one character) must not fill it.
+const MAX_SPILL_KEY: usize = 1024;
+/// Lines per shard: `1 << MAX_LINE_BITS` (8 MiB) where the budget allows, down to
+/// `1 << MIN_LINE_BITS` (2 MiB) on machines with many cores, so that the shards of every core
+/// together hold about [`LINE_BUDGET`]. The table has a fixed size, so a shard never allocates
+/// after its first use and never rehashes: measured with examples/encode_file, a growing hash map
+/// cleared at 128K entries was 1.5x slower on the multilingual corpus, where most lookups miss
+/// and every miss walked cold memory. 8 MiB against 4 MiB: +16% on English encoded again, +30%
+/// on multilingual text (examples/engine_costs, 2 cores).
+const MAX_LINE_BITS: u32 = 17;
+const MIN_LINE_BITS: u32 = 15;
+const LINE_BUDGET: usize = 64 << 20;
 /// At least this many shards; more on machines with more cores.
 const MIN_SHARDS: usize = 16;
 
@@ -195,8 +212,8 @@ impl Key {
             ^ words[1].wrapping_mul(0xE703_7ED1_A0B4_28DB).rotate_left(17)
             ^ (words[2] ^ words[3].rotate_left(32)).wrapping_mul(0x8EBC_6AF0_9C88_C6E3);
         // The top bits of a product depend on every input bit.
-        let index =
-            (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - LINES.trailing_zeros())) as usize;
+        // The line in the largest table; a smaller one keeps its top bits (`WordCache::line`).
+        let index = (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MAX_LINE_BITS)) as usize;
         Key {
             words,
             len: len as u32,
@@ -247,11 +264,85 @@ fn prefetch<T>(at: &T) {
     let _ = at;
 }
 
+/// Where a spilled piece's key and ids are in [`Spill`]'s buffers.
+#[derive(Clone, Copy)]
+struct Spilled {
+    key_at: u32,
+    key_len: u32,
+    ids_at: u32,
+    ids_len: u32,
+}
+
+/// The pieces too long for a [`Line`]: 33 to [`MAX_SPILL_KEY`] bytes (a run of CJK characters is
+/// one piece for the GPT-2 and o200k patterns, a long word in Cyrillic or Devanagari is 40 bytes
+/// or more). Merging one of them again costs 1.5-5 µs, a lookup here well under a tenth of that.
+/// A hash map from the piece's hash to its place in two append-only buffers, emptied whole when
+/// they pass the shard's limit; a piece whose hash another piece already holds is looked up by
+/// comparing the bytes and otherwise just not kept.
+#[derive(Default)]
+struct Spill {
+    index: FxHashMap<u64, Spilled>,
+    keys: Vec<u8>,
+    ids: Vec<u32>,
+}
+
+#[inline]
+fn spill_hash(piece: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(piece);
+    h.finish()
+}
+
+impl Spill {
+    /// Append the kept ids of `piece` to `out`; false when it is not kept.
+    fn extend(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        if self.index.is_empty() {
+            return false;
+        }
+        let Some(&at) = self.index.get(&spill_hash(piece)) else {
+            return false;
+        };
+        let key = &self.keys[at.key_at as usize..(at.key_at + at.key_len) as usize];
+        if key != piece {
+            return false;
+        }
+        out.extend_from_slice(&self.ids[at.ids_at as usize..(at.ids_at + at.ids_len) as usize]);
+        true
+    }
+
+    fn insert(&mut self, piece: &[u8], ids: &[u32], limit: usize) {
+        if piece.len() > MAX_SPILL_KEY {
+            return;
+        }
+        let hash = spill_hash(piece);
+        if self.keys.len() + 4 * self.ids.len() + piece.len() + 4 * ids.len() > limit {
+            self.index.clear();
+            self.keys.clear();
+            self.ids.clear();
+        }
+        let at = Spilled {
+            key_at: self.keys.len() as u32,
+            key_len: piece.len() as u32,
+            ids_at: self.ids.len() as u32,
+            ids_len: ids.len() as u32,
+        };
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.index.entry(hash) {
+            slot.insert(at);
+            self.keys.extend_from_slice(piece);
+            self.ids.extend_from_slice(ids);
+        }
+    }
+}
+
 /// A word cache of [`Line`]s, each a set of two short slots or one long entry, picked by the
-/// piece's hash. Results never depend on what it holds.
+/// piece's hash, and a [`Spill`] store for the pieces no line can hold. Results never depend on
+/// what it holds.
 #[derive(Default)]
 pub struct WordCache {
     lines: Vec<Line>,
+    /// The table has `1 << (MAX_LINE_BITS - shift)` lines.
+    shift: u32,
+    spill: Spill,
     /// A stand-in for a shard that another thread holds: remembers nothing.
     disabled: bool,
 }
@@ -261,7 +352,7 @@ impl WordCache {
     #[inline]
     pub fn encode(&mut self, piece: &[u8], out: &mut Vec<u32>, encode: impl FnOnce(&mut Vec<u32>)) {
         let Some(key) = Key::of(piece) else {
-            encode(out);
+            self.encode_long(piece, out, encode);
             return;
         };
         if self.extend(&key, out) {
@@ -272,14 +363,55 @@ impl WordCache {
         self.insert(&key, &out[start..]);
     }
 
+    /// [`WordCache::encode`] of a piece longer than [`MAX_KEY`] bytes (no line holds it).
+    pub fn encode_long(
+        &mut self,
+        piece: &[u8],
+        out: &mut Vec<u32>,
+        encode: impl FnOnce(&mut Vec<u32>),
+    ) {
+        if self.spill.extend(piece, out) {
+            return;
+        }
+        let start = out.len();
+        encode(out);
+        if !self.disabled {
+            self.spill.insert(piece, &out[start..], self.spill_limit());
+        }
+    }
+
+    /// A cache whose table has `1 << bits` lines (`MIN_LINE_BITS..=MAX_LINE_BITS`).
+    fn with_line_bits(bits: u32) -> Self {
+        WordCache {
+            shift: MAX_LINE_BITS - bits.clamp(MIN_LINE_BITS, MAX_LINE_BITS),
+            ..WordCache::default()
+        }
+    }
+
+    fn line_count(&self) -> usize {
+        1 << (MAX_LINE_BITS - self.shift)
+    }
+
+    /// The spill store's size limit in bytes: half the lines'.
+    fn spill_limit(&self) -> usize {
+        self.line_count() * std::mem::size_of::<Line>() / 2
+    }
+
+    /// The line of `key` in this table (absent until the first insert).
+    #[inline(always)]
+    fn line(&self, key: &Key) -> Option<&Line> {
+        self.lines.get((key.index >> self.shift) as usize)
+    }
+
     fn clear(&mut self) {
         self.lines = Vec::new();
+        self.spill = Spill::default();
     }
 
     /// Start fetching the line of `key` into the CPU cache (see [`Key`]).
     #[inline(always)]
     pub fn prefetch(&self, key: &Key) {
-        if let Some(line) = self.lines.get(key.index as usize) {
+        if let Some(line) = self.line(key) {
             prefetch(line);
         }
     }
@@ -287,7 +419,7 @@ impl WordCache {
     /// Append the cached ids of the piece of `key` to `out`; false on a miss.
     #[inline(always)]
     pub fn extend(&self, key: &Key, out: &mut Vec<u32>) -> bool {
-        let Some(line) = self.lines.get(key.index as usize) else {
+        let Some(line) = self.line(key) else {
             return false;
         };
         out.reserve(LONG_IDS);
@@ -313,15 +445,18 @@ impl WordCache {
         false
     }
 
-    /// Remember `ids` for the piece of `key` (when they fit in a line).
+    /// Remember `ids` for the piece of `key` (when they fit in a line). Pieces of more ids (often
+    /// a multilingual word for a byte-level vocabulary) are not kept: kept in the spill store,
+    /// they cost 2-7% on multilingual text seen once, as most are, for 3-42% on text seen again
+    /// (examples/engine_costs).
     pub fn insert(&mut self, key: &Key, ids: &[u32]) {
         if self.disabled || ids.len() > LONG_IDS {
             return;
         }
         if self.lines.is_empty() {
-            self.lines = vec![Line::default(); LINES];
+            self.lines = vec![Line::default(); self.line_count()];
         }
-        let line = &mut self.lines[key.index as usize];
+        let line = &mut self.lines[(key.index >> self.shift) as usize];
         if key.len as usize > SHORT_KEY || ids.len() > SHORT_IDS {
             line.set_long(key.words, key.len as usize, ids);
             return;
@@ -387,9 +522,11 @@ impl Default for ShardedCache {
 impl ShardedCache {
     pub fn new() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let lines = LINE_BUDGET / std::mem::size_of::<Line>() / cores;
+        let bits = lines.max(1).ilog2();
         ShardedCache {
             shards: (0..cores.max(MIN_SHARDS))
-                .map(|_| Mutex::new(WordCache::default()))
+                .map(|_| Mutex::new(WordCache::with_line_bits(bits)))
                 .collect(),
         }
     }
@@ -504,6 +641,92 @@ mod tests {
         cache.insert(&key(b"kl"), &[20]);
         assert_eq!(lookup(&cache, b"ij"), Some(vec![19]));
         assert_eq!(lookup(&cache, b"kl"), Some(vec![20]));
+    }
+
+    /// `cache.encode` of `piece`, and whether the encoder ran (a miss).
+    fn encode_counting(cache: &mut WordCache, piece: &[u8], ids: &[u32]) -> (Vec<u32>, bool) {
+        let (mut out, mut ran) = (vec![7], false);
+        cache.encode(piece, &mut out, |out| {
+            ran = true;
+            out.extend_from_slice(ids);
+        });
+        (out[1..].to_vec(), ran)
+    }
+
+    #[test]
+    fn pieces_longer_than_a_line_are_kept_in_the_spill_store() {
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS);
+        let long = [b'x'; MAX_KEY + 8];
+        let many: Vec<u32> = (0..LONG_IDS as u32 + 5).collect();
+        let huge = vec![b'y'; MAX_SPILL_KEY + 1];
+        for (piece, ids) in [
+            (&long[..], &[1u32, 2][..]),
+            (b"abc", &many[..]),
+            (&huge[..], &[3]),
+        ] {
+            assert_eq!(
+                encode_counting(&mut cache, piece, ids),
+                (ids.to_vec(), true)
+            );
+        }
+        assert_eq!(encode_counting(&mut cache, &long, &[]), (vec![1, 2], false));
+        // Not kept, and encoded again: a short piece of too many ids for a line, and a piece too
+        // long for the spill store.
+        assert_eq!(
+            encode_counting(&mut cache, b"abc", &many),
+            (many.clone(), true)
+        );
+        assert_eq!(encode_counting(&mut cache, &huge, &[3]), (vec![3], true));
+        // A piece that shares a prefix with a kept one is not taken for it.
+        assert_eq!(
+            encode_counting(&mut cache, &long[1..], &[9]),
+            (vec![9], true)
+        );
+    }
+
+    #[test]
+    fn a_full_spill_store_empties_and_answers_stay_right() {
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS);
+        let limit = cache.spill_limit();
+        let per_piece = 40 + 4 * 2;
+        let count = 3 * limit / per_piece;
+        let piece = |k: usize| format!("{k:040}").into_bytes();
+        for k in 0..count {
+            let ids = [k as u32, 1];
+            assert_eq!(encode_counting(&mut cache, &piece(k), &ids).0, ids);
+        }
+        assert!(cache.spill.keys.len() + 4 * cache.spill.ids.len() <= limit);
+        // The last pieces are kept, the first were emptied out; neither answers wrongly.
+        assert!(!encode_counting(&mut cache, &piece(count - 1), &[]).1);
+        assert_eq!(
+            encode_counting(&mut cache, &piece(0), &[0, 1]),
+            (vec![0, 1], true)
+        );
+    }
+
+    #[test]
+    fn every_table_size_gives_the_stored_answers() {
+        let all = pieces();
+        for bits in MIN_LINE_BITS..=MAX_LINE_BITS {
+            let mut cache = WordCache::with_line_bits(bits);
+            assert_eq!(cache.line_count(), 1 << bits);
+            for p in &all {
+                let ids = [p.len() as u32, p[0] as u32];
+                assert_eq!(encode_counting(&mut cache, p, &ids).0, ids);
+            }
+            let mut hits = 0;
+            for p in &all {
+                let (ids, ran) = encode_counting(&mut cache, p, &[p.len() as u32, p[0] as u32]);
+                assert_eq!(ids, [p.len() as u32, p[0] as u32], "piece {p:?}");
+                hits += usize::from(!ran);
+            }
+            assert!(
+                hits > all.len() / 2,
+                "{bits} bits: {hits} hits of {}",
+                all.len()
+            );
+            assert_eq!(cache.lines.len(), 1 << bits);
+        }
     }
 
     #[test]
