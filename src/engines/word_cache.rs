@@ -296,7 +296,8 @@ fn spill_hash(piece: &[u8]) -> u64 {
 impl Spill {
     /// Append the kept ids of `piece` to `out`; false when it is not kept.
     fn extend(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        if self.index.is_empty() {
+        // A piece too long to be kept is not hashed (a text without a pre-tokenizer is one piece).
+        if self.index.is_empty() || piece.len() > MAX_SPILL_KEY {
             return false;
         }
         let Some(&at) = self.index.get(&spill_hash(piece)) else {
