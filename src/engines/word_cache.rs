@@ -30,7 +30,9 @@ const SHORT_KEY: usize = 16;
 const MAX_SPILL_KEY: usize = 1024;
 /// Lines per shard: `1 << MAX_LINE_BITS` (8 MiB) where the budget allows, down to
 /// `1 << MIN_LINE_BITS` (2 MiB) on machines with many cores, so that the shards of every core
-/// together hold about [`LINE_BUDGET`]. The table has a fixed size, so a shard never allocates
+/// together hold about [`LINE_BUDGET`]: the first shards to be used, one per core, get that size,
+/// and the shards of further threads (a service's thread pool larger than the machine) the
+/// smallest. The table has a fixed size, so a shard never allocates
 /// after its first use and never rehashes: measured with examples/encode_file, a growing hash map
 /// cleared at 128K entries was 1.5x slower on the multilingual corpus, where most lookups miss
 /// and every miss walked cold memory. 8 MiB against 4 MiB: +16% on English encoded again, +30%
@@ -343,6 +345,8 @@ pub struct WordCache {
     lines: Vec<Line>,
     /// The table has `1 << (MAX_LINE_BITS - shift)` lines.
     shift: u32,
+    /// The shift was chosen for this cache (a shard is sized when a thread first takes it).
+    sized: bool,
     spill: Spill,
     /// A stand-in for a shard that another thread holds: remembers nothing.
     disabled: bool,
@@ -385,6 +389,7 @@ impl WordCache {
     fn with_line_bits(bits: u32) -> Self {
         WordCache {
             shift: MAX_LINE_BITS - bits.clamp(MIN_LINE_BITS, MAX_LINE_BITS),
+            sized: true,
             ..WordCache::default()
         }
     }
@@ -487,6 +492,9 @@ fn thread_number() -> usize {
 /// One cache shard per thread.
 pub struct ShardedCache {
     shards: Vec<Mutex<WordCache>>,
+    /// How many more shards may take `full_bits` lines; the rest take the fewest.
+    full: AtomicUsize,
+    full_bits: u32,
 }
 
 /// A locked shard, or (when another thread holds it) a cache that remembers nothing.
@@ -524,12 +532,25 @@ impl ShardedCache {
     pub fn new() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let lines = LINE_BUDGET / std::mem::size_of::<Line>() / cores;
-        let bits = lines.max(1).ilog2();
         ShardedCache {
             shards: (0..cores.max(MIN_SHARDS))
-                .map(|_| Mutex::new(WordCache::with_line_bits(bits)))
+                .map(|_| Mutex::new(WordCache::default()))
                 .collect(),
+            full: AtomicUsize::new(cores),
+            full_bits: lines.max(1).ilog2().clamp(MIN_LINE_BITS, MAX_LINE_BITS),
         }
+    }
+
+    /// Give a shard its size the first time a thread takes it (see [`MAX_LINE_BITS`]).
+    fn size(&self, shard: &mut WordCache) {
+        if shard.sized {
+            return;
+        }
+        let full = self
+            .full
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        *shard = WordCache::with_line_bits(if full { self.full_bits } else { MIN_LINE_BITS });
     }
 
     /// Forget every cached word (frees the memory).
@@ -546,15 +567,19 @@ impl ShardedCache {
     /// than shards encode at once and the shard is taken, the text goes uncached rather than
     /// waiting for the other thread's whole text.
     pub fn for_current_thread(&self) -> CacheGuard<'_> {
-        match self.shards[thread_number() % self.shards.len()].try_lock() {
-            Ok(guard) => CacheGuard::Shard(guard),
+        let mut guard = match self.shards[thread_number() % self.shards.len()].try_lock() {
+            Ok(guard) => guard,
             // A poisoned shard only means another thread panicked mid-insert; the slots stay valid.
-            Err(TryLockError::Poisoned(poisoned)) => CacheGuard::Shard(poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => CacheGuard::Busy(WordCache {
-                disabled: true,
-                ..WordCache::default()
-            }),
-        }
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return CacheGuard::Busy(WordCache {
+                    disabled: true,
+                    ..WordCache::default()
+                })
+            }
+        };
+        self.size(&mut guard);
+        CacheGuard::Shard(guard)
     }
 }
 
@@ -703,6 +728,44 @@ mod tests {
             encode_counting(&mut cache, &piece(0), &[0, 1]),
             (vec![0, 1], true)
         );
+    }
+
+    /// Threads beyond one per core (a thread pool larger than the machine) get the smallest
+    /// tables, so that the memory of the lines stays near the budget.
+    #[test]
+    fn only_one_shard_per_core_takes_the_budgeted_size() {
+        let cache = ShardedCache::new();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for _ in 0..MIN_SHARDS + 4 {
+            // One thread at a time: each takes a shard of its own (threads are numbered).
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut shard = cache.for_current_thread();
+                    assert!(shard.sized);
+                    shard.insert(&Key::of(b"x").unwrap(), &[1]);
+                    let mut out = Vec::new();
+                    assert!(shard.extend(&Key::of(b"x").unwrap(), &mut out) && out == [1]);
+                });
+            });
+        }
+        let sizes: Vec<usize> = cache
+            .shards
+            .iter()
+            .map(|s| s.lock().unwrap().lines.len())
+            .collect();
+        // Other tests' threads take numbers too, so some shards may go unused here.
+        let used = sizes.iter().filter(|&&n| n > 0).count();
+        let full = sizes.iter().filter(|&&n| n == 1 << cache.full_bits).count();
+        let small = sizes.iter().filter(|&&n| n == 1 << MIN_LINE_BITS).count();
+        assert!(used > 0, "{sizes:?}");
+        if cache.full_bits > MIN_LINE_BITS {
+            let expected_full = cores.min(used);
+            assert_eq!(
+                (full, small),
+                (expected_full, used - expected_full),
+                "{sizes:?}"
+            );
+        }
     }
 
     #[test]
