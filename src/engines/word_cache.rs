@@ -32,10 +32,10 @@ const MAX_SPILL_KEY: usize = 1024;
 /// `1 << MIN_LINE_BITS` (2 MiB) on machines with many cores, so that the shards of every core
 /// together hold about [`LINE_BUDGET`]: the first shards to be used, one per core, get that size,
 /// and the shards of further threads (a service's thread pool larger than the machine) the
-/// smallest. The table has a fixed size, so a shard never allocates
-/// after its first use and never rehashes: measured with examples/encode_file, a growing hash map
-/// cleared at 128K entries was 1.5x slower on the multilingual corpus, where most lookups miss
-/// and every miss walked cold memory. 8 MiB against 4 MiB: +16% on English encoded again, +30%
+/// smallest. The table has a fixed size, so a shard never allocates after its first use and never
+/// rehashes: measured with examples/encode_file, a growing hash map cleared at 128K entries was
+/// 1.5x slower on the multilingual corpus, where most lookups miss and every miss walked cold
+/// memory. 8 MiB against 4 MiB: +16% on English encoded again, +30%
 /// on multilingual text (examples/engine_costs, 2 cores).
 const MAX_LINE_BITS: u32 = 17;
 const MIN_LINE_BITS: u32 = 15;
@@ -296,13 +296,10 @@ fn spill_hash(piece: &[u8]) -> u64 {
 }
 
 impl Spill {
-    /// Append the kept ids of `piece` to `out`; false when it is not kept.
-    fn extend(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        // A piece too long to be kept is not hashed (a text without a pre-tokenizer is one piece).
-        if self.index.is_empty() || piece.len() > MAX_SPILL_KEY {
-            return false;
-        }
-        let Some(&at) = self.index.get(&spill_hash(piece)) else {
+    /// Append the kept ids of `piece` (whose [`spill_hash`] is `hash`) to `out`; false when it is
+    /// not kept.
+    fn extend(&self, piece: &[u8], hash: u64, out: &mut Vec<u32>) -> bool {
+        let Some(&at) = self.index.get(&hash) else {
             return false;
         };
         let key = &self.keys[at.key_at as usize..(at.key_at + at.key_len) as usize];
@@ -313,11 +310,8 @@ impl Spill {
         true
     }
 
-    fn insert(&mut self, piece: &[u8], ids: &[u32], limit: usize) {
-        if piece.len() > MAX_SPILL_KEY {
-            return;
-        }
-        let hash = spill_hash(piece);
+    /// Keep `ids` for `piece`, whose [`spill_hash`] is `hash`.
+    fn insert(&mut self, piece: &[u8], hash: u64, ids: &[u32], limit: usize) {
         if self.keys.len() + 4 * self.ids.len() + piece.len() + 4 * ids.len() > limit {
             self.index.clear();
             self.keys.clear();
@@ -375,14 +369,19 @@ impl WordCache {
         out: &mut Vec<u32>,
         encode: impl FnOnce(&mut Vec<u32>),
     ) {
-        if self.spill.extend(piece, out) {
+        // A piece too long to be kept is not hashed (a text without a pre-tokenizer is one piece).
+        if self.disabled || piece.len() > MAX_SPILL_KEY {
+            encode(out);
+            return;
+        }
+        let hash = spill_hash(piece);
+        if self.spill.extend(piece, hash, out) {
             return;
         }
         let start = out.len();
         encode(out);
-        if !self.disabled {
-            self.spill.insert(piece, &out[start..], self.spill_limit());
-        }
+        let limit = self.spill_limit();
+        self.spill.insert(piece, hash, &out[start..], limit);
     }
 
     /// A cache whose table has `1 << bits` lines (`MIN_LINE_BITS..=MAX_LINE_BITS`).
