@@ -11,8 +11,9 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::engines::look_ahead::Ahead;
 use crate::engines::offsets::{byte_level_gap, with_added_tokens, ByteTokens, TokenOffsets};
-use crate::engines::word_cache::{Key, ShardedCache, WordCache, MAX_KEY};
+use crate::engines::word_cache::ShardedCache;
 use crate::engines::Encoder;
 use crate::models::bpe::BpeModel;
 use crate::models::random::SplitMix64;
@@ -81,7 +82,8 @@ impl BpeEngine {
         }
         let mut cache = self.cache.for_current_thread();
         self.normalized(text, |text| {
-            let mut ahead = Ahead::new(&mut cache, &self.model, out);
+            let model = &self.model;
+            let mut ahead = Ahead::new(&mut cache, out, |piece, out| model.encode_word(piece, out));
             let result = self
                 .pre
                 .for_each_span(text, &mut |buf, start, end| ahead.push(buf, start, end));
@@ -130,86 +132,6 @@ impl BpeEngine {
 
     pub fn has_token_texts(&self) -> bool {
         self.tokens.get().is_some()
-    }
-}
-
-/// How many pieces the cache lookups run ahead of the encoding.
-const AHEAD: usize = 16;
-
-/// The encode loop over the pieces of a text, with the cache's memory latency hidden: a piece's
-/// slot is computed and prefetched when the piece arrives, and the piece is looked up (and
-/// encoded on a miss) [`AHEAD`] pieces later, when its cache line has had time to arrive. A miss
-/// on a direct-mapped table of a megabyte is a trip to main memory, and on unseen text most
-/// lookups are misses. The queue holds only keys, from which a missed piece is rebuilt, so no
-/// piece is copied; pieces too long for the cache flush the queue and are encoded at once,
-/// keeping the output in order.
-struct Ahead<'a> {
-    cache: &'a mut WordCache,
-    model: &'a BpeModel,
-    out: &'a mut Vec<u32>,
-    queue: [Key; AHEAD],
-    head: usize,
-    len: usize,
-}
-
-impl<'a> Ahead<'a> {
-    fn new(cache: &'a mut WordCache, model: &'a BpeModel, out: &'a mut Vec<u32>) -> Self {
-        Ahead {
-            cache,
-            model,
-            out,
-            queue: [Key::default(); AHEAD],
-            head: 0,
-            len: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn push(&mut self, buf: &[u8], start: usize, end: usize) {
-        let Some(key) = Key::at(buf, start, end) else {
-            self.finish();
-            let (model, piece) = (self.model, &buf[start..end]);
-            self.cache
-                .encode_long(piece, self.out, |out| model.encode_word(piece, out));
-            return;
-        };
-        self.cache.prefetch(&key);
-        if self.len == AHEAD {
-            let first = self.queue[self.head];
-            self.encode(&first);
-            self.head = (self.head + 1) % AHEAD;
-            self.len -= 1;
-        }
-        self.queue[(self.head + self.len) % AHEAD] = key;
-        self.len += 1;
-    }
-
-    #[inline(always)]
-    fn encode(&mut self, key: &Key) {
-        if !self.cache.extend(key, self.out) {
-            self.miss(key);
-        }
-    }
-
-    /// A piece the cache does not hold: encode it and remember it. Kept out of line so that the
-    /// hit path, nearly every piece, stays small.
-    #[inline(never)]
-    fn miss(&mut self, key: &Key) {
-        let mut buf = [0u8; MAX_KEY];
-        let n = key.bytes(&mut buf);
-        let start = self.out.len();
-        self.model.encode_word(&buf[..n], self.out);
-        self.cache.insert(key, &self.out[start..]);
-    }
-
-    /// Encode every queued piece.
-    fn finish(&mut self) {
-        while self.len > 0 {
-            let first = self.queue[self.head];
-            self.encode(&first);
-            self.head = (self.head + 1) % AHEAD;
-            self.len -= 1;
-        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! - [`bpe::BpeEngine`]: byte-level BPE (added tokens, byte-level pre-tokenizer, BPE; no normalizer);
 //! - [`wordpiece_unigram::TextEngine`]: WordPiece and Unigram (added tokens, normalizer,
 //!   text pre-tokenizer, model);
-//! - [`word_cache`]: the per-engine cache of piece -> ids that both use;
+//! - [`word_cache`]: the per-engine cache of piece -> ids that both use, and [`look_ahead`],
+//!   the loop over a text's pieces that prefetches their cache lines;
 //! - [`offsets`]: each token's span in the raw text, for both.
 //!
 //! Both implement [`Encoder`], the calls they share. Engines sit above `stages` and `models`,
@@ -19,6 +20,7 @@ use crate::stages::added_tokens::AddedMatcher;
 use crate::Error;
 
 pub mod bpe;
+pub mod look_ahead;
 pub mod offsets;
 pub mod word_cache;
 pub mod wordpiece_unigram;

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use crate::engines::look_ahead::Ahead;
 use crate::engines::offsets::{text_gap, with_added_tokens, TokenOffsets};
 use crate::engines::word_cache::{ShardedCache, WordCache};
 use crate::engines::Encoder;
@@ -286,13 +287,19 @@ impl TextEngine {
                 }
                 _ => gap,
             };
-            let mut encode = |piece: &str| {
-                cache.encode(piece.as_bytes(), out, |out| self.model.encode(piece, out))
-            };
+            let model = &self.model;
+            let mut ahead = Ahead::new(cache, out, |piece: &[u8], out: &mut Vec<u32>| {
+                debug_assert!(std::str::from_utf8(piece).is_ok());
+                // SAFETY: every piece pushed below is a `&str`'s bytes, and `Ahead` hands back
+                // those bytes (or the same bytes rebuilt from the piece's key).
+                model.encode(unsafe { std::str::from_utf8_unchecked(piece) }, out)
+            });
+            let mut push = |piece: &str| ahead.push(piece.as_bytes(), 0, piece.len());
             match &self.pre {
-                Some(pre) => pre.for_each_piece_at(text, at_text_start, &mut encode),
-                None => encode(text),
+                Some(pre) => pre.for_each_piece_at(text, at_text_start, &mut push),
+                None => push(text),
             }
+            ahead.finish();
             // One huge text should not pin its size in every worker's buffers for good.
             for buffer in [normalized, spare] {
                 if buffer.capacity() > 1 << 22 {
