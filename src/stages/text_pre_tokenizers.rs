@@ -246,6 +246,68 @@ mod tests {
         out
     }
 
+    /// The rule char by char, as Hugging Face states it: the text with spaces replaced (and
+    /// the prefix), cut before every replacement that is not at the start.
+    fn metaspace_by_chars(text: &str, replacement: char, prefix: bool) -> Vec<(String, bool)> {
+        if text.is_empty() {
+            return Vec::new();
+        }
+        let added = prefix && !text.starts_with(replacement) && !text.starts_with(' ');
+        let mut chars: Vec<char> = text
+            .chars()
+            .map(|c| if c == ' ' { replacement } else { c })
+            .collect();
+        if added {
+            chars.insert(0, replacement);
+        }
+        let mut out: Vec<(String, bool)> = Vec::new();
+        for (k, &c) in chars.iter().enumerate() {
+            if (c == replacement && k > 0) || out.is_empty() {
+                out.push((String::new(), k == 0 && !added));
+            }
+            out.last_mut().unwrap().0.push(c);
+        }
+        out
+    }
+
+    #[test]
+    fn byte_search_cuts_where_the_char_by_char_rule_does() {
+        // Replacements that share a lead byte with other letters (é and è: 0xC3), an ASCII one,
+        // and ▁, over texts mixing them with spaces, Cyrillic (whose continuation bytes include
+        // ▁'s last byte, 0x81) and CJK.
+        let alphabet = ['é', 'è', '▁', '_', ' ', ' ', 'a', 'с', '中', '\u{1F600}'];
+        let mut state = 7u64;
+        for replacement in ['▁', 'é', '_', '中'] {
+            for len in 0..40 {
+                for _ in 0..20 {
+                    let text: String = (0..len)
+                        .map(|_| {
+                            state = state
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            alphabet[(state >> 33) as usize % alphabet.len()]
+                        })
+                        .collect();
+                    for (prefix, split) in [(true, true), (false, true), (true, false)] {
+                        let mut got = Vec::new();
+                        metaspace(&text, replacement, prefix, split, &mut |p, first| {
+                            got.push((p.to_string(), first))
+                        });
+                        let mut want = metaspace_by_chars(&text, replacement, prefix);
+                        if !split && !want.is_empty() {
+                            let whole: String = want.iter().map(|(p, _)| p.as_str()).collect();
+                            want = vec![(whole, want[0].1)];
+                        }
+                        assert_eq!(
+                            got, want,
+                            "{text:?} {replacement:?} prefix={prefix} split={split}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn first_scheme_prefixes_only_the_piece_that_begins_the_input() {
         let first =
