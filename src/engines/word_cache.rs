@@ -16,6 +16,8 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
+use crate::engines::zeroed_table::ZeroedTable;
+
 /// Pieces of at most this many bytes, with at most [`LONG_IDS`] ids, are cached in the lines;
 /// longer ones in the [`Spill`] store.
 pub const MAX_KEY: usize = 32;
@@ -336,7 +338,7 @@ impl Spill {
 /// what it holds.
 #[derive(Default)]
 pub struct WordCache {
-    lines: Vec<Line>,
+    lines: ZeroedTable<Line>,
     /// The table has `1 << (MAX_LINE_BITS - shift)` lines.
     shift: u32,
     /// The shift was chosen for this cache (a shard is sized when a thread first takes it).
@@ -409,7 +411,7 @@ impl WordCache {
     }
 
     fn clear(&mut self) {
-        self.lines = Vec::new();
+        self.lines = ZeroedTable::default();
         self.spill = Spill::default();
     }
 
@@ -459,9 +461,12 @@ impl WordCache {
             return;
         }
         if self.lines.is_empty() {
-            self.lines = vec![Line::default(); self.line_count()];
+            // SAFETY: a line of zero bytes is `Line::default()`, two empty slots.
+            self.lines = unsafe { ZeroedTable::new(self.line_count()) };
         }
-        let line = &mut self.lines[(key.index >> self.shift) as usize];
+        let Some(line) = self.lines.get_mut((key.index >> self.shift) as usize) else {
+            return;
+        };
         if key.len as usize > SHORT_KEY || ids.len() > SHORT_IDS {
             line.set_long(key.words, key.len as usize, ids);
             return;
@@ -605,6 +610,23 @@ mod tests {
         out.sort();
         out.dedup();
         out
+    }
+
+    #[test]
+    fn a_line_of_zero_bytes_is_the_empty_default_line() {
+        // The table's memory comes zeroed from the system (`ZeroedTable`): zero must mean empty.
+        // SAFETY: `Line` is 64 bytes of integers without padding (the assert beside it).
+        let bytes: [u8; 64] = unsafe { std::mem::transmute(Line::default()) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS);
+        let piece = b"hello";
+        let key = Key::of(piece).unwrap();
+        cache.insert(&key, &[1, 2]);
+        let mut out = Vec::new();
+        for other in [&b"hellp"[..], b"a", b"0123456789abcdef0123"] {
+            assert!(!cache.extend(&Key::of(other).unwrap(), &mut out));
+        }
+        assert!(cache.extend(&key, &mut out) && out == [1, 2]);
     }
 
     #[test]
