@@ -1,12 +1,13 @@
 //! Returning ids to Python fast: lists built from shared ints, and the GIL released around the
 //! encoding (one text, or a batch in parallel with the lists built as results arrive).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 use rayon::prelude::*;
 
 use crate::py::text::text_as_utf8;
@@ -16,15 +17,21 @@ use crate::Error;
 /// reference count per id instead of an int allocation, which was a third of the time of a whole
 /// `encode` call on multilingual text.
 ///
-/// The ints are made on the first list (a process that loads a tokenizer and never encodes, or
-/// encodes later, does not pay for tens of thousands of ints at load).
+/// An id's int is made the first time a list holds it: a process that encodes a few short texts
+/// with a 200,000-token vocabulary does not pay for 200,000 ints (5 ms and 6.4 MB at the first
+/// `encode`, when they were all made at once).
 pub(crate) struct IdLists {
     max_id: u32,
-    ints: pyo3::sync::PyOnceLock<Vec<Py<PyInt>>>,
+    /// The table of ints by id (null until made), allocated at the first list. It borrows
+    /// them from `made`.
+    ints: pyo3::sync::PyOnceLock<Vec<AtomicPtr<ffi::PyObject>>>,
+    /// The references to every int in the table, released with it (by PyO3, which defers the
+    /// release when the GIL is not held).
+    made: std::sync::Mutex<Vec<Py<PyAny>>>,
 }
 
 #[inline]
-fn prefetch(ptr: *const pyo3::ffi::PyObject) {
+fn prefetch(ptr: *const ffi::PyObject) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
     unsafe {
@@ -46,20 +53,80 @@ impl IdLists {
         IdLists {
             max_id,
             ints: pyo3::sync::PyOnceLock::new(),
+            made: std::sync::Mutex::new(Vec::new()),
         }
     }
 
-    /// The shared ints, made on first use (under the GIL: one thread makes them).
-    fn ints(&self, py: Python<'_>) -> &[Py<PyInt>] {
+    /// The table of shared ints (made on first use, under the GIL).
+    fn ints(&self, py: Python<'_>) -> &[AtomicPtr<ffi::PyObject>] {
         self.ints.get_or_init(py, || {
             (0..=self.max_id.min(SHARED_INTS))
-                .map(|id| id.into_pyobject(py).unwrap_or_else(|e| match e {}).unbind())
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect()
         })
     }
 
+    /// A new reference to the int of `id`: the shared one, made now if this is its first use.
+    #[inline(always)]
+    fn int(
+        &self,
+        py: Python<'_>,
+        ints: &[AtomicPtr<ffi::PyObject>],
+        id: u32,
+    ) -> *mut ffi::PyObject {
+        match ints.get(id as usize) {
+            Some(slot) => {
+                let int = slot.load(Ordering::Acquire);
+                if int.is_null() {
+                    return self.first_use(py, slot, id);
+                }
+                // SAFETY: `made` keeps a reference to the int for as long as the table lives.
+                unsafe { ffi::Py_INCREF(int) };
+                int
+            }
+            None => id
+                .into_pyobject(py)
+                .unwrap_or_else(|e| match e {})
+                .into_ptr(),
+        }
+    }
+
+    #[inline(never)]
+    fn first_use(
+        &self,
+        py: Python<'_>,
+        slot: &AtomicPtr<ffi::PyObject>,
+        id: u32,
+    ) -> *mut ffi::PyObject {
+        let made = id
+            .into_pyobject(py)
+            .unwrap_or_else(|e| match e {})
+            .into_any()
+            .unbind();
+        // Another thread may have stored the id's int first (a free-threaded interpreter): then
+        // that one is used and this one dropped.
+        let int = match slot.compare_exchange(
+            std::ptr::null_mut(),
+            made.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                let int = made.as_ptr();
+                match self.made.lock() {
+                    Ok(mut kept) => kept.push(made),
+                    Err(poisoned) => poisoned.into_inner().push(made),
+                }
+                int
+            }
+            Err(stored) => stored,
+        };
+        // SAFETY: `made` keeps a reference to `int` for as long as the table lives.
+        unsafe { ffi::Py_INCREF(int) };
+        int
+    }
+
     fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        use pyo3::ffi;
         // SAFETY: the list is created with `ids.len()` empty slots and each slot is set once,
         // with a new reference, before the list is handed to Python.
         unsafe {
@@ -74,19 +141,13 @@ impl IdLists {
                 // cache misses overlap, where a fixed distance ahead left most of them in line
                 // (+5% on a single-text `encode` of English, unseen or not).
                 for &id in chunk {
-                    if let Some(int) = ints.get(id as usize) {
-                        prefetch(int.as_ptr());
+                    if let Some(slot) = ints.get(id as usize) {
+                        prefetch(slot.load(Ordering::Relaxed));
                     }
                 }
                 for (j, &id) in chunk.iter().enumerate() {
                     let k = (c * PREFETCHED + j) as ffi::Py_ssize_t;
-                    let obj = match ints.get(id as usize) {
-                        Some(int) => int.clone_ref(py).into_ptr(),
-                        None => id
-                            .into_pyobject(py)
-                            .unwrap_or_else(|e| match e {})
-                            .into_ptr(),
-                    };
+                    let obj = self.int(py, ints, id);
                     // Cannot fail: the index is in range and the object is a list.
                     #[cfg(feature = "abi3")]
                     ffi::PyList_SetItem(list.as_ptr(), k, obj);
