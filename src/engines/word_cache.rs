@@ -8,7 +8,8 @@
 //! A shard is a fixed table of cache lines (8 MiB on machines of up to 8 cores, less per shard on
 //! bigger ones) for pieces of up to 32 bytes and 7 ids, and a spill store, at most half that
 //! size, for pieces of 33 to 1,024 bytes, which a line cannot hold. Both are allocated on first
-//! use and freed by `clear_cache`.
+//! use and freed by `clear_cache`; the lines' memory is committed page by page as lines are
+//! written ([`crate::engines::zeroed_table`]), so a shard that has seen little holds little.
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
