@@ -1,8 +1,9 @@
 //! Byte-level BPE encoding of one pre-token: apply learned merge ranks.
 //!
 //! Among adjacent pairs present in the merge table, merge the one with the lowest rank (leftmost
-//! on ties) and repeat until none applies. Short words use a flat scan over a small vector; long
-//! words use a (rank, position) min-heap over a linked list with lazy invalidation, so the work is
+//! on ties) and repeat until none applies. Words of up to 16 bytes use a flat scan over a small
+//! array, words of up to 64 a linked list whose next merge is one vectorised minimum, and longer
+//! words a (rank, position) min-heap over a linked list with lazy invalidation, so the work is
 //! O(n log n) and never quadratic (`"a" * 100_000` stays fast).
 //!
 //! Example with merges `a b` (rank 0), `b c` (rank 1), `ab c` (rank 2): `abcbc` -> `abc` `bc`.
@@ -18,8 +19,18 @@ use crate::Error;
 const NONE: u32 = u32::MAX;
 /// The packed answer (`rank << 32 | merged`) for a pair without a merge (no rank is u32::MAX).
 const ABSENT: u64 = u64::MAX;
-/// Words up to this many bytes use the flat scan; longer ones the heap.
+/// Words up to this many bytes use the flat scan ([`BpeModel::merge_scan`]).
+const SCAN_WORD: usize = 16;
+/// Longer words up to this many bytes use the linked list ([`BpeModel::merge_linked`]); longer
+/// ones the heap.
 const SHORT_WORD: usize = 64;
+/// Pairs of two internal ids below `GRID` are answered from a dense grid of `GRID * GRID`
+/// answers (2 MiB): three quarters of the pair questions of first-seen English pieces.
+const GRID_BITS: u32 = 9;
+const GRID: u32 = 1 << GRID_BITS;
+/// The linked list's keys are `rank << POS_BITS | position` (positions below SHORT_WORD).
+const POS_BITS: u32 = 6;
+const _: () = assert!(SHORT_WORD <= 1 << POS_BITS && SHORT_WORD % 8 == 0);
 
 /// Reused buffers of the long-word path, one set per thread (no allocation per word).
 #[derive(Default)]
@@ -40,18 +51,20 @@ fn pack(left: u32, right: u32) -> u64 {
     ((left as u64) << 32) | right as u64
 }
 
-/// Internally every token is renumbered so that byte `b`'s token is id `b`: the first-round
-/// pairs (two single bytes) are then answered from a dense 256x256 table instead of the hash
-/// table, and only merges of longer symbols pay for hashing. Output ids are mapped back.
+/// Internally every token is renumbered so that byte `b`'s token is id `b`, and the others in
+/// the order the merge list (lowest rank first) names them, so the tokens of the frequent early
+/// merges have small ids. A pair of two ids below [`GRID`] (every first-round pair of two bytes,
+/// and most later ones of English text) is answered by one load from a dense grid; only the
+/// rest pay for hashing. Output ids are mapped back.
 #[derive(Debug, Clone)]
 pub struct BpeModel {
-    /// (left, right) -> rank << 32 | merged, internal ids, for pairs not both single bytes. A
+    /// (left, right) -> rank << 32 | merged, internal ids, for pairs not both below GRID. A
     /// general hash map beats a flat open-addressing table here: most lookups are of pairs
     /// without a merge, and hashbrown rejects those from its small control bytes without
     /// touching the (cold) slots.
     merges: FxHashMap<u64, u64>,
-    /// byte_pairs[l << 8 | r] = rank << 32 | merged for two single-byte symbols, or ABSENT.
-    byte_pairs: Vec<u64>,
+    /// grid[l << GRID_BITS | r] = rank << 32 | merged for two ids below GRID, or ABSENT.
+    grid: Vec<u64>,
     /// Whether byte `b` has a token (its internal id is then `b`).
     has_byte: [bool; 256],
     /// Every byte has a token: a word's symbols are its bytes.
@@ -62,6 +75,9 @@ pub struct BpeModel {
     whole_words: Option<FxHashMap<Box<[u8]>, u32>>,
     /// Internal id of the unk token.
     unk: Option<u32>,
+    /// Every rank fits the linked list's keys (below `1 << (32 - POS_BITS)`); else the words it
+    /// would take go to the heap.
+    short_ranks: bool,
 }
 
 impl BpeModel {
@@ -97,13 +113,14 @@ impl BpeModel {
                 (external.len() - 1) as u32
             })
         };
+        let short_ranks = merges.iter().all(|m| m.2 < 1 << (32 - POS_BITS));
         let mut table = FxHashMap::default();
         table.reserve(merges.len());
-        let mut byte_pairs = vec![ABSENT; 1 << 16];
+        let mut grid = vec![ABSENT; 1 << (2 * GRID_BITS)];
         for &(l, r, rank, merged) in merges {
             let (l, r, m) = (intern(l), intern(r), intern(merged));
-            if l < 256 && r < 256 {
-                byte_pairs[((l as usize) << 8) | r as usize] = ((rank as u64) << 32) | m as u64;
+            if l < GRID && r < GRID {
+                grid[((l as usize) << GRID_BITS) | r as usize] = ((rank as u64) << 32) | m as u64;
             } else {
                 table.insert(pack(l, r), ((rank as u64) << 32) | m as u64);
             }
@@ -119,20 +136,21 @@ impl BpeModel {
         });
         Ok(BpeModel {
             merges: table,
-            byte_pairs,
+            grid,
             all_bytes: has_byte.iter().all(|&b| b),
             has_byte,
             external,
             whole_words,
             unk,
+            short_ranks,
         })
     }
 
     /// `rank << 32 | merged` of the pair, or ABSENT.
     #[inline]
     fn pair(&self, left: u32, right: u32) -> u64 {
-        if (left | right) < 256 {
-            return self.byte_pairs[((left as usize) << 8) | right as usize];
+        if (left | right) < GRID {
+            return self.grid[((left as usize) << GRID_BITS) | right as usize];
         }
         self.merges
             .get(&pack(left, right))
@@ -156,7 +174,7 @@ impl BpeModel {
         }
         match word.len() {
             0..=8 => self.encode_short::<8>(word, out),
-            9..=16 => self.encode_short::<16>(word, out),
+            9..=SCAN_WORD => self.encode_short::<SCAN_WORD>(word, out),
             17..=32 => self.encode_short::<32>(word, out),
             33..=SHORT_WORD => self.encode_short::<SHORT_WORD>(word, out),
             _ => self.encode_long(word, out),
@@ -167,6 +185,9 @@ impl BpeModel {
     /// a short word does not pay for initialising a long word's buffers).
     #[inline]
     fn encode_short<const N: usize>(&self, word: &[u8], out: &mut Vec<u32>) {
+        if N > SCAN_WORD && !self.short_ranks {
+            return self.encode_long(word, out);
+        }
         let mut buf = [0u32; N];
         let n = if self.all_bytes {
             for (slot, &b) in buf.iter_mut().zip(word) {
@@ -183,7 +204,11 @@ impl BpeModel {
             }
             n
         };
-        self.merge_short(&mut buf, n, out);
+        if N <= SCAN_WORD {
+            self.merge_scan(&mut buf, n, out);
+        } else {
+            self.merge_linked(&mut buf, n, out);
+        }
     }
 
     fn encode_long(&self, word: &[u8], out: &mut Vec<u32>) {
@@ -295,14 +320,9 @@ impl BpeModel {
     /// `pairs[k]` is `rank << 32 | merged` for the pair (k, k+1), or ABSENT: the smallest value is
     /// the lowest rank, equal values are the same merge rule, and the strict `<` keeps the
     /// leftmost. A merge shifts the tails left by one and re-asks only the two pairs around it.
-    /// (A linked list with a branch-free vectorised minimum ran fewer instructions but was slower
-    /// on words of up to 32 bytes, measured with examples/bpe_words.)
-    fn merge_short<const N: usize>(
-        &self,
-        symbols: &mut [u32; N],
-        mut n: usize,
-        out: &mut Vec<u32>,
-    ) {
+    /// (On words of up to 16 bytes this beats [`Self::merge_linked`], whose set-up and minimum
+    /// over whole strides cost more than a few shifts; examples/merge_costs.)
+    fn merge_scan<const N: usize>(&self, symbols: &mut [u32; N], mut n: usize, out: &mut Vec<u32>) {
         if n >= 2 {
             let mut pairs = [ABSENT; N];
             for k in 0..n - 1 {
@@ -339,6 +359,79 @@ impl BpeModel {
             }
         }
         out.extend(symbols[..n].iter().map(|&i| self.external[i as usize]));
+    }
+
+    /// Merge `symbols[..n]` (n <= N, N a multiple of 8) and append the external ids to `out`.
+    /// No allocation, no shifting, no branch on which pair is lowest.
+    ///
+    /// The live symbols form a linked list over their first positions. `keys[k]` is
+    /// `rank << POS_BITS | k` for the pair starting at live position k (u32::MAX without a merge,
+    /// or once k is gone), so the smallest key is the lowest rank and, among equal ranks, the
+    /// leftmost pair: one minimum over the whole array, in fixed strides of 8 that compile to
+    /// vector instructions, picks the next merge. After a merge, the two pairs around the new
+    /// symbol are asked first and the minimum over the other keys is taken while their answers
+    /// come in (they often miss the CPU caches); the next merge is the lowest of the three.
+    ///
+    /// `a b c` with merges `a b` (rank 0), `ab c` (rank 2): keys [0 << 6 | 0, MAX, MAX] (`b c`
+    /// has no merge), merge at 0, then keys [2 << 6 | 0, MAX, MAX], merge at 0: `abc`.
+    fn merge_linked<const N: usize>(&self, ids: &mut [u32; N], n: usize, out: &mut Vec<u32>) {
+        if n >= 2 {
+            let mut next = [0u8; N];
+            let mut prev = [0u8; N];
+            let mut keys = [u32::MAX; N];
+            let mut made = [0u32; N];
+            for k in 0..n {
+                next[k] = (k + 1) as u8;
+                prev[k] = (k as u8).wrapping_sub(1); // 255 before the first: out of range
+            }
+            let key = |answer: u64, k: usize| ((answer >> 32) as u32) << POS_BITS | k as u32;
+            for k in 0..n - 1 {
+                let answer = self.pair(ids[k], ids[k + 1]);
+                if answer != ABSENT {
+                    (keys[k], made[k]) = (key(answer, k), answer as u32);
+                }
+            }
+            let mut best = lowest_key(&keys, n - 1);
+            while best != u32::MAX {
+                let at = (best & ((1 << POS_BITS) - 1)) as usize;
+                ids[at] = made[at];
+                let gone = next[at] as usize;
+                let right = next[gone] as usize;
+                let left = prev[at] as usize;
+                next[at] = right as u8;
+                keys[gone] = u32::MAX;
+                keys[at] = u32::MAX;
+                let right_answer = if right < n {
+                    prev[right] = at as u8;
+                    self.pair(ids[at], ids[right])
+                } else {
+                    ABSENT
+                };
+                let left_answer = if left < n {
+                    keys[left] = u32::MAX;
+                    self.pair(ids[left], ids[at])
+                } else {
+                    ABSENT
+                };
+                let others = lowest_key(&keys, n - 1);
+                if right_answer != ABSENT {
+                    (keys[at], made[at]) = (key(right_answer, at), right_answer as u32);
+                }
+                if left_answer != ABSENT {
+                    (keys[left], made[left]) = (key(left_answer, left), left_answer as u32);
+                }
+                best = others
+                    .min(keys[at])
+                    .min(if left < n { keys[left] } else { u32::MAX });
+            }
+            let mut k = 0;
+            while k < n {
+                out.push(self.external[ids[k] as usize]);
+                k = next[k] as usize;
+            }
+            return;
+        }
+        out.extend(ids[..n].iter().map(|&i| self.external[i as usize]));
     }
 
     fn merge_long(&self, symbols: &[u32], out: &mut Vec<u32>) {
@@ -412,6 +505,20 @@ impl BpeModel {
     }
 }
 
+/// The smallest of `keys[..len]`, read in whole strides of 8 (the keys past `len` are u32::MAX):
+/// a fixed shape the compiler turns into vector minimums, where a scalar `if key < best` would be
+/// mispredicted on nearly every merge.
+#[inline(always)]
+fn lowest_key<const N: usize>(keys: &[u32; N], len: usize) -> u32 {
+    let mut lanes = [u32::MAX; 8];
+    for chunk in keys[..(len + 7) & !7].chunks_exact(8) {
+        for (lane, &k) in lanes.iter_mut().zip(chunk) {
+            *lane = (*lane).min(k);
+        }
+    }
+    lanes.into_iter().fold(u32::MAX, u32::min)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,6 +577,35 @@ mod tests {
                 None => return s.iter().map(|&i| model.external[i as usize]).collect(),
             }
         }
+    }
+
+    /// The ids of `symbols` (internal ids) by the flat scan, the linked list and the heap, which
+    /// must agree; each is given any length it can hold, so all three meet on every short word.
+    fn every_path(m: &BpeModel, symbols: &[u32]) -> Vec<u32> {
+        let n = symbols.len();
+        let mut long = Vec::new();
+        if n > 1 {
+            m.merge_long(symbols, &mut long);
+            long.iter_mut().for_each(|i| *i = m.external[*i as usize]);
+        } else {
+            long.extend(symbols.iter().map(|&i| m.external[i as usize]));
+        }
+        if n <= SHORT_WORD {
+            let mut buf = [0u32; SHORT_WORD];
+            buf[..n].copy_from_slice(symbols);
+            let (mut scan, mut linked) = (Vec::new(), Vec::new());
+            m.merge_scan(&mut buf.clone(), n, &mut scan);
+            m.merge_linked(&mut buf, n, &mut linked);
+            assert_eq!(
+                scan, long,
+                "the flat scan against the heap, symbols {symbols:?}"
+            );
+            assert_eq!(
+                linked, long,
+                "the linked list against the heap, symbols {symbols:?}"
+            );
+        }
+        long
     }
 
     #[test]
@@ -536,23 +672,70 @@ mod tests {
                     .collect();
                 let expected = naive(&m, &word);
                 let symbols: Vec<u32> = word.iter().map(|&b| b as u32).collect();
-                if len <= SHORT_WORD {
-                    let mut buf = [0u32; SHORT_WORD];
-                    buf[..len].copy_from_slice(&symbols);
-                    let mut short = Vec::new();
-                    m.merge_short(&mut buf, len, &mut short);
-                    assert_eq!(short, expected);
-                }
-                if len > 1 {
-                    let mut long = Vec::new();
-                    m.merge_long(&symbols, &mut long);
-                    let long: Vec<u32> = long.iter().map(|&i| m.external[i as usize]).collect();
-                    assert_eq!(long, expected);
-                }
+                assert_eq!(every_path(&m, &symbols), expected);
                 let mut public = Vec::new();
                 m.encode_word(&word, &mut public);
                 assert_eq!(public, expected);
             }
+        }
+    }
+
+    /// A vocabulary of 1,500 random merges over `a`-`h`, with its ids shuffled: internal ids run
+    /// past GRID, so pairs are answered from both the grid and the hash table.
+    #[test]
+    fn grid_and_hash_table_answer_as_the_merge_list_does() {
+        let mut rng = SplitMix64::new(99);
+        let alphabet = b"abcdefgh";
+        let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
+        let mut merges = Vec::new(); // (left, right, rank, merged) as token indexes
+        while merges.len() < 1500 {
+            let l = (rng.next_u64() % tokens.len() as u64) as usize;
+            let r = (rng.next_u64() % tokens.len() as u64) as usize;
+            let joined = [tokens[l].clone(), tokens[r].clone()].concat();
+            if joined.len() > 12 || tokens.contains(&joined) {
+                continue;
+            }
+            tokens.push(joined);
+            merges.push((l, r, merges.len() as u32, tokens.len() - 1));
+        }
+        // External ids: a fixed shuffle of the token indexes, far from the internal order.
+        let id = |t: usize| ((t as u64 * 7919) % 100_003) as u32;
+        let mut byte_ids = vec![None; 256];
+        for (t, &b) in alphabet.iter().enumerate() {
+            byte_ids[b as usize] = Some(id(t));
+        }
+        let list: Vec<(u32, u32, u32, u32)> = merges
+            .iter()
+            .map(|&(l, r, rank, m)| (id(l), id(r), rank, id(m)))
+            .collect();
+        let m = BpeModel::new(&byte_ids, &list, None, None).unwrap();
+        assert!(m.external.len() > 3 * GRID as usize && !m.merges.is_empty());
+        assert!(m.grid.iter().filter(|&&a| a != ABSENT).count() > 100);
+        let by_pair: FxHashMap<(u32, u32), (u32, u32)> = list
+            .iter()
+            .map(|&(l, r, rank, m)| ((l, r), (rank, m)))
+            .collect();
+        for case in 0..2000 {
+            let len = 1 + (rng.next_u64() % if case % 10 == 0 { 150 } else { 40 }) as usize;
+            let word: Vec<u8> = (0..len)
+                .map(|_| alphabet[(rng.next_u64() % 8) as usize])
+                .collect();
+            let mut s: Vec<u32> = word
+                .iter()
+                .map(|&b| byte_ids[b as usize].unwrap())
+                .collect();
+            while let Some((_, k, merged)) = (0..s.len().saturating_sub(1))
+                .filter_map(|k| by_pair.get(&(s[k], s[k + 1])).map(|&(r, m)| (r, k, m)))
+                .min()
+            {
+                s[k] = merged;
+                s.remove(k + 1);
+            }
+            let mut out = Vec::new();
+            m.encode_word(&word, &mut out);
+            assert_eq!(out, s, "word {}", String::from_utf8_lossy(&word));
+            let symbols: Vec<u32> = word.iter().map(|&b| b as u32).collect();
+            assert_eq!(every_path(&m, &symbols), s);
         }
     }
 
