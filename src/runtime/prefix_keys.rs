@@ -34,11 +34,18 @@ const PARALLEL_BLOCKS: usize = 64;
 const CLOSE: &[u8] = b"\"}";
 
 fn field(name: &str, expected: &str, found: String) -> Error {
-    Error::Field { field: name.to_string(), expected: expected.to_string(), found }
+    Error::Field {
+        field: name.to_string(),
+        expected: expected.to_string(),
+        found,
+    }
 }
 
 fn check_hex(name: &str, value: &str) -> Result<[u8; 64], Error> {
-    let ok = value.len() == 64 && value.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let ok = value.len() == 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     let bad = || field(name, "64 lowercase hex digits", format!("{value:?}"));
     if !ok {
         return Err(bad());
@@ -48,8 +55,19 @@ fn check_hex(name: &str, value: &str) -> Result<[u8; 64], Error> {
 
 /// A policy string must be written into JSON verbatim: printable ASCII without `"` or `\`.
 fn check_policy(policy: &str) -> Result<(), Error> {
-    let ok = !policy.is_empty() && policy.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
-    if ok { Ok(()) } else { Err(field("policy", "printable ASCII without '\"' or '\\'", format!("{policy:?}"))) }
+    let ok = !policy.is_empty()
+        && policy
+            .bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+    if ok {
+        Ok(())
+    } else {
+        Err(field(
+            "policy",
+            "printable ASCII without '\"' or '\\'",
+            format!("{policy:?}"),
+        ))
+    }
 }
 
 fn push_u32(out: &mut Vec<u8>, mut n: u32) {
@@ -69,7 +87,12 @@ fn push_u32(out: &mut Vec<u8>, mut n: u32) {
 /// A block's hasher after the frame and the payload up to the parent's digits:
 /// `{"block":{"ids":[..],"policy":"..","state":".."},"parent":"`.
 /// `head` is a buffer the caller reuses from block to block.
-fn hasher_before_parent(head: &mut Vec<u8>, block: &[u32], policy: &str, state: &[u8; 64]) -> Sha256 {
+fn hasher_before_parent(
+    head: &mut Vec<u8>,
+    block: &[u32],
+    policy: &str,
+    state: &[u8; 64],
+) -> Sha256 {
     head.clear();
     head.extend_from_slice(b"{\"block\":{\"ids\":[");
     for (k, &id) in block.iter().enumerate() {
@@ -89,7 +112,13 @@ fn hasher_before_parent(head: &mut Vec<u8>, block: &[u32], policy: &str, state: 
 }
 
 /// The keys of the complete blocks of `ids` (the tail of `ids.len() % block_size` ids gets none).
-pub fn block_keys(ids: &[u32], block_size: usize, policy: &str, state: &str, root: &str) -> Result<Vec<[u8; 32]>, Error> {
+pub fn block_keys(
+    ids: &[u32],
+    block_size: usize,
+    policy: &str,
+    state: &str,
+    root: &str,
+) -> Result<Vec<[u8; 32]>, Error> {
     if block_size == 0 {
         return Err(field("block_size", "an integer >= 1", "0".to_string()));
     }
@@ -97,14 +126,23 @@ pub fn block_keys(ids: &[u32], block_size: usize, policy: &str, state: &str, roo
     let state = check_hex("state", state)?;
     let mut parent = check_hex("root", root)?;
     let blocks: Vec<&[u32]> = ids.chunks_exact(block_size).collect();
-    let capacity = block_size.saturating_mul(11).saturating_add(policy.len() + 120).min(1 << 20);
+    let capacity = block_size
+        .saturating_mul(11)
+        .saturating_add(policy.len() + 120)
+        .min(1 << 20);
     let heads: Vec<Sha256> = if blocks.len() < PARALLEL_BLOCKS {
         let mut head = Vec::with_capacity(capacity);
-        blocks.iter().map(|b| hasher_before_parent(&mut head, b, policy, &state)).collect()
+        blocks
+            .iter()
+            .map(|b| hasher_before_parent(&mut head, b, policy, &state))
+            .collect()
     } else {
         blocks
             .par_iter()
-            .map_init(|| Vec::with_capacity(capacity), |head, b| hasher_before_parent(head, b, policy, &state))
+            .map_init(
+                || Vec::with_capacity(capacity),
+                |head, b| hasher_before_parent(head, b, policy, &state),
+            )
             .collect()
     };
     let mut keys = Vec::with_capacity(heads.len());
@@ -126,7 +164,11 @@ mod tests {
     const ZERO: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
     fn keys(ids: &[u32], b: usize) -> Vec<String> {
-        block_keys(ids, b, "tinyllm-prefix-cache-v1/minimal", ZERO, ZERO).unwrap().iter().map(hex).collect()
+        block_keys(ids, b, "tinyllm-prefix-cache-v1/minimal", ZERO, ZERO)
+            .unwrap()
+            .iter()
+            .map(hex)
+            .collect()
     }
 
     #[test]
@@ -152,7 +194,10 @@ mod tests {
         let payload =
             format!("{{\"block\":{{\"ids\":[7,0,4294967295],\"policy\":\"p\",\"state\":\"{ZERO}\"}},\"parent\":\"{ZERO}\"}}");
         let expected = framed_sha256(DOMAIN, payload.as_bytes());
-        assert_eq!(block_keys(&[7, 0, u32::MAX], 3, "p", ZERO, ZERO).unwrap(), vec![expected]);
+        assert_eq!(
+            block_keys(&[7, 0, u32::MAX], 3, "p", ZERO, ZERO).unwrap(),
+            vec![expected]
+        );
     }
 
     #[test]
@@ -175,11 +220,17 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_errors_naming_the_field() {
-        let err = block_keys(&[1], 0, "p", ZERO, ZERO).unwrap_err().to_string();
+        let err = block_keys(&[1], 0, "p", ZERO, ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("block_size:"), "{err}");
-        let err = block_keys(&[1], 1, "a\"b", ZERO, ZERO).unwrap_err().to_string();
+        let err = block_keys(&[1], 1, "a\"b", ZERO, ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("policy:"), "{err}");
-        let err = block_keys(&[1], 1, "p", "ABC", ZERO).unwrap_err().to_string();
+        let err = block_keys(&[1], 1, "p", "ABC", ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("state:"), "{err}");
         let err = block_keys(&[1], 1, "p", ZERO, "0").unwrap_err().to_string();
         assert!(err.starts_with("root:"), "{err}");
