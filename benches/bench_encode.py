@@ -16,8 +16,10 @@ documents at line breaks. Every library gets a fresh instance, is warmed on the 
 documents, and is timed on the second half, which it has not seen (so word caches cannot flatter
 it). Single-thread numbers come from a child process with one thread (RAYON_NUM_THREADS=1); the
 batched numbers from one `encode_batch`-style call with all cores. Each figure is the median of
---repeat runs; peers are measured in the same process, interleaved. Exactness is the share of
-documents (and of generated stress strings) whose ids equal Hugging Face's.
+--repeat runs; peers are measured in the same process, interleaved: single-thread runs take turns
+chunk by chunk (100 documents), so a slow phase of the machine falls on every library alike (see
+`paired_seconds`). Exactness is the share of documents (and of generated stress strings) whose
+ids equal Hugging Face's.
 
 Needs `pip install '.[bench]'`; peers that are missing or cannot load the file are listed as such.
 Without ../shared/data it says so and exits 0.
@@ -194,6 +196,16 @@ def try_load(factory):
 
 
 # -- measurements ------------------------------------------------------------------------------
+# Single-thread timings are paired: the timed half is cut into chunks of this many documents
+# (~200 KB) and every library encodes each chunk in turn, in an order that rotates from chunk to
+# chunk. These machines have slow phases (the same binary measured 90 and 155 MB/s in runs a
+# second apart): a library timed in one stretch after another can land in a different phase,
+# while over many short turns every library meets the same phases. Much shorter turns cost the
+# libraries with large tables: each turn starts with the others' data in the CPU's caches (GPT-2
+# English, tinyllm / fastokens: 0.81-0.87x in turns of 25 documents, 0.88x in turns of 100).
+CHUNK_DOCS = 100
+
+
 def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
     """Median MB/s per library for one corpus, in this process's threading mode."""
     docs = documents(corpus)
@@ -204,29 +216,53 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
     results: dict[str, list[float]] = {lib: [] for lib in libs}
     errors: dict[str, str] = {}
     for _ in range(repeat):
-        for lib, factory in libs.items():  # interleaved: each repeat visits every library
+        loaded = {}  # fresh instances every repeat, so no word cache has seen the timed half
+        for lib, factory in libs.items():
             if lib in errors:
                 continue
-            loaded, error = try_load(factory)
-            if loaded is None:
+            got, error = try_load(factory)
+            if got is None:
                 errors[lib] = error
-                continue
-            encode, batch = loaded
-            if mode == "single":
-                for d in warm:
-                    encode(d)
-                start = time.perf_counter()
-                for d in timed:
-                    encode(d)
             else:
+                loaded[lib] = got
+        if mode == "single":
+            seconds = paired_seconds({lib: enc for lib, (enc, _) in loaded.items()}, warm, timed)
+        else:
+            seconds = {}
+            for lib, (_, batch) in loaded.items():
                 if batch is None:
                     errors[lib] = "no batch API"
                     continue
                 batch(warm)
                 start = time.perf_counter()
                 batch(timed)
-            results[lib].append(mb / (time.perf_counter() - start))
+                seconds[lib] = time.perf_counter() - start
+        for lib, s in seconds.items():
+            results[lib].append(mb / s)
+        del loaded
     return {"mbps": {k: statistics.median(v) for k, v in results.items() if v}, "errors": errors}
+
+
+def paired_seconds(encoders: dict, warm: list[str], timed: list[str]) -> dict[str, float]:
+    """Seconds each encoder spends on `timed`, after warming on `warm`, taken in shared turns.
+
+    With encoders A, B, C, chunk 0 runs A B C, chunk 1 runs B C A, chunk 2 runs C A B: every
+    library is as often the first of a round as the others.
+    """
+    for encode in encoders.values():
+        for d in warm:
+            encode(d)
+    names = list(encoders)
+    seconds = dict.fromkeys(names, 0.0)
+    for k, at in enumerate(range(0, len(timed), CHUNK_DOCS)):
+        chunk = timed[at:at + CHUNK_DOCS]
+        for lib in names[k % len(names):] + names[:k % len(names)]:
+            encode = encoders[lib]
+            start = time.perf_counter()
+            for d in chunk:
+                encode(d)
+            seconds[lib] += time.perf_counter() - start
+    return seconds
 
 
 def exactness(name: str, corpus: str, stress: int) -> dict:
