@@ -119,10 +119,11 @@ impl BpeModel {
         let mut grid = vec![ABSENT; 1 << (2 * GRID_BITS)];
         for &(l, r, rank, merged) in merges {
             let (l, r, m) = (intern(l), intern(r), intern(merged));
+            let answer = ((rank as u64) << 32) | m as u64;
             if l < GRID && r < GRID {
-                grid[((l as usize) << GRID_BITS) | r as usize] = ((rank as u64) << 32) | m as u64;
+                grid[((l as usize) << GRID_BITS) | r as usize] = answer;
             } else {
-                table.insert(pack(l, r), ((rank as u64) << 32) | m as u64);
+                table.insert(pack(l, r), answer);
             }
         }
         let unk = unk.map(&mut intern);
@@ -204,7 +205,9 @@ impl BpeModel {
             }
             n
         };
-        if N <= SCAN_WORD {
+        if n < 2 {
+            out.extend(buf[..n].iter().map(|&i| self.external[i as usize]));
+        } else if N <= SCAN_WORD {
             self.merge_scan(&mut buf, n, out);
         } else {
             self.merge_linked(&mut buf, n, out);
@@ -315,7 +318,7 @@ impl BpeModel {
         }
     }
 
-    /// Merge `symbols[..n]` (n <= N) and append the external ids to `out`. No allocation.
+    /// Merge `symbols[..n]` (2 <= n <= N) and append the external ids to `out`. No allocation.
     ///
     /// `pairs[k]` is `rank << 32 | merged` for the pair (k, k+1), or ABSENT: the smallest value is
     /// the lowest rank, equal values are the same merge rule, and the strict `<` keeps the
@@ -323,45 +326,44 @@ impl BpeModel {
     /// (On words of up to 16 bytes this beats [`Self::merge_linked`], whose set-up and minimum
     /// over whole strides cost more than a few shifts; examples/merge_costs.)
     fn merge_scan<const N: usize>(&self, symbols: &mut [u32; N], mut n: usize, out: &mut Vec<u32>) {
-        if n >= 2 {
-            let mut pairs = [ABSENT; N];
-            for k in 0..n - 1 {
-                pairs[k] = self.pair(symbols[k], symbols[k + 1]);
+        debug_assert!(n >= 2);
+        let mut pairs = [ABSENT; N];
+        for k in 0..n - 1 {
+            pairs[k] = self.pair(symbols[k], symbols[k + 1]);
+        }
+        loop {
+            let mut best = ABSENT;
+            let mut at = 0;
+            for (k, &p) in pairs[..n - 1].iter().enumerate() {
+                if p < best {
+                    best = p;
+                    at = k;
+                }
             }
-            loop {
-                let mut best = ABSENT;
-                let mut at = 0;
-                for (k, &p) in pairs[..n - 1].iter().enumerate() {
-                    if p < best {
-                        best = p;
-                        at = k;
-                    }
-                }
-                if best == ABSENT {
-                    break;
-                }
-                symbols[at] = best as u32;
-                for k in at + 1..n - 1 {
-                    symbols[k] = symbols[k + 1];
-                }
-                for k in at..n - 2 {
-                    pairs[k] = pairs[k + 1];
-                }
-                n -= 1;
-                if at > 0 {
-                    pairs[at - 1] = self.pair(symbols[at - 1], symbols[at]);
-                }
-                pairs[at] = if at + 1 < n {
-                    self.pair(symbols[at], symbols[at + 1])
-                } else {
-                    ABSENT
-                };
+            if best == ABSENT {
+                break;
             }
+            symbols[at] = best as u32;
+            for k in at + 1..n - 1 {
+                symbols[k] = symbols[k + 1];
+            }
+            for k in at..n - 2 {
+                pairs[k] = pairs[k + 1];
+            }
+            n -= 1;
+            if at > 0 {
+                pairs[at - 1] = self.pair(symbols[at - 1], symbols[at]);
+            }
+            pairs[at] = if at + 1 < n {
+                self.pair(symbols[at], symbols[at + 1])
+            } else {
+                ABSENT
+            };
         }
         out.extend(symbols[..n].iter().map(|&i| self.external[i as usize]));
     }
 
-    /// Merge `symbols[..n]` (n <= N, N a multiple of 8) and append the external ids to `out`.
+    /// Merge `symbols[..n]` (2 <= n <= N, N a multiple of 8) and append the external ids to `out`.
     /// No allocation, no shifting, no branch on which pair is lowest.
     ///
     /// The live symbols form a linked list over their first positions. `keys[k]` is
@@ -375,63 +377,60 @@ impl BpeModel {
     /// `a b c` with merges `a b` (rank 0), `ab c` (rank 2): keys [0 << 6 | 0, MAX, MAX] (`b c`
     /// has no merge), merge at 0, then keys [2 << 6 | 0, MAX, MAX], merge at 0: `abc`.
     fn merge_linked<const N: usize>(&self, ids: &mut [u32; N], n: usize, out: &mut Vec<u32>) {
-        if n >= 2 {
-            let mut next = [0u8; N];
-            let mut prev = [0u8; N];
-            let mut keys = [u32::MAX; N];
-            let mut made = [0u32; N];
-            for k in 0..n {
-                next[k] = (k + 1) as u8;
-                prev[k] = (k as u8).wrapping_sub(1); // 255 before the first: out of range
-            }
-            let key = |answer: u64, k: usize| ((answer >> 32) as u32) << POS_BITS | k as u32;
-            for k in 0..n - 1 {
-                let answer = self.pair(ids[k], ids[k + 1]);
-                if answer != ABSENT {
-                    (keys[k], made[k]) = (key(answer, k), answer as u32);
-                }
-            }
-            let mut best = lowest_key(&keys, n - 1);
-            while best != u32::MAX {
-                let at = (best & ((1 << POS_BITS) - 1)) as usize;
-                ids[at] = made[at];
-                let gone = next[at] as usize;
-                let right = next[gone] as usize;
-                let left = prev[at] as usize;
-                next[at] = right as u8;
-                keys[gone] = u32::MAX;
-                keys[at] = u32::MAX;
-                let right_answer = if right < n {
-                    prev[right] = at as u8;
-                    self.pair(ids[at], ids[right])
-                } else {
-                    ABSENT
-                };
-                let left_answer = if left < n {
-                    keys[left] = u32::MAX;
-                    self.pair(ids[left], ids[at])
-                } else {
-                    ABSENT
-                };
-                let others = lowest_key(&keys, n - 1);
-                if right_answer != ABSENT {
-                    (keys[at], made[at]) = (key(right_answer, at), right_answer as u32);
-                }
-                if left_answer != ABSENT {
-                    (keys[left], made[left]) = (key(left_answer, left), left_answer as u32);
-                }
-                best = others
-                    .min(keys[at])
-                    .min(if left < n { keys[left] } else { u32::MAX });
-            }
-            let mut k = 0;
-            while k < n {
-                out.push(self.external[ids[k] as usize]);
-                k = next[k] as usize;
-            }
-            return;
+        debug_assert!(n >= 2);
+        let mut next = [0u8; N];
+        let mut prev = [0u8; N];
+        let mut keys = [u32::MAX; N];
+        let mut made = [0u32; N];
+        for k in 0..n {
+            next[k] = (k + 1) as u8;
+            prev[k] = (k as u8).wrapping_sub(1); // 255 before the first: out of range
         }
-        out.extend(ids[..n].iter().map(|&i| self.external[i as usize]));
+        let key = |answer: u64, k: usize| ((answer >> 32) as u32) << POS_BITS | k as u32;
+        for k in 0..n - 1 {
+            let answer = self.pair(ids[k], ids[k + 1]);
+            if answer != ABSENT {
+                (keys[k], made[k]) = (key(answer, k), answer as u32);
+            }
+        }
+        let mut best = lowest_key(&keys, n - 1);
+        while best != u32::MAX {
+            let at = (best & ((1 << POS_BITS) - 1)) as usize;
+            ids[at] = made[at];
+            let gone = next[at] as usize;
+            let right = next[gone] as usize;
+            let left = prev[at] as usize;
+            next[at] = right as u8;
+            keys[gone] = u32::MAX;
+            keys[at] = u32::MAX;
+            let right_answer = if right < n {
+                prev[right] = at as u8;
+                self.pair(ids[at], ids[right])
+            } else {
+                ABSENT
+            };
+            let left_answer = if left < n {
+                keys[left] = u32::MAX;
+                self.pair(ids[left], ids[at])
+            } else {
+                ABSENT
+            };
+            let others = lowest_key(&keys, n - 1);
+            if right_answer != ABSENT {
+                (keys[at], made[at]) = (key(right_answer, at), right_answer as u32);
+            }
+            if left_answer != ABSENT {
+                (keys[left], made[left]) = (key(left_answer, left), left_answer as u32);
+            }
+            best = others
+                .min(keys[at])
+                .min(if left < n { keys[left] } else { u32::MAX });
+        }
+        let mut k = 0;
+        while k < n {
+            out.push(self.external[ids[k] as usize]);
+            k = next[k] as usize;
+        }
     }
 
     fn merge_long(&self, symbols: &[u32], out: &mut Vec<u32>) {
@@ -590,7 +589,7 @@ mod tests {
         } else {
             long.extend(symbols.iter().map(|&i| m.external[i as usize]));
         }
-        if n <= SHORT_WORD {
+        if (2..=SHORT_WORD).contains(&n) {
             let mut buf = [0u32; SHORT_WORD];
             buf[..n].copy_from_slice(symbols);
             let (mut scan, mut linked) = (Vec::new(), Vec::new());
