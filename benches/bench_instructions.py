@@ -16,13 +16,15 @@ first and counts it AGAIN times (cached). Only the counted work is collected: it
 call (`qsort` of two items, whose comparison is a Python callback) and callgrind is told to
 collect inside `qsort` alone, so loading, start-up and their run-to-run variation (hash seeds,
 a few million instructions) are not in the figures, and a rerun gives the same counts to within
-a few hundred instructions. `exact` is the share of timed documents whose ids equal Hugging
-Face's (computed without valgrind). Needs `valgrind` (Debian package) and `pip install '.[bench]'`.
+about 0.1%. `exact` is the share of timed documents whose ids equal Hugging Face's (computed
+without valgrind). A peer that is not installed or cannot read the file is listed as such. Needs
+`valgrind` (Debian package) and `pip install '.[bench]'`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import re
 import shutil
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_encode import ALL, SHARED, documents, load_libraries, prepare
+from bench_encode import ALL, SHARED, documents, load_libraries, prepare, try_load
 
 AGAIN = 3
 
@@ -42,8 +44,6 @@ def halves(corpus: str, count: int) -> tuple[list[str], list[str]]:
 
 def counted(work) -> None:
     """Run `work` inside libc's `qsort` (the only span callgrind collects, see the docstring)."""
-    import ctypes
-
     libc = ctypes.CDLL(None)
     compare_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
     done = []
@@ -89,15 +89,22 @@ def instructions(lib: str, name: str, corpus: str, stage: str, count: int) -> in
     return int(found.group(1))
 
 
-def exactness(libs: list[str], name: str, corpus: str, count: int) -> dict[str, float]:
-    """Share of timed documents whose ids equal Hugging Face's, per library."""
+def exactness(libs: list[str], name: str, corpus: str, count: int) -> dict[str, float | str]:
+    """Share of timed documents whose ids equal Hugging Face's, per library (or why it cannot run)."""
     factories = load_libraries(name)
     reference, _ = factories["hf-tokenizers"]()
     _, timed = halves(corpus, count)
     expected = [reference(d) for d in timed]
-    shares = {}
+    shares: dict[str, float | str] = {}
     for lib in libs:
-        encode, _ = factories[lib]()
+        if lib not in factories:
+            shares[lib] = f"not a library for {name} (known: {', '.join(factories)})"
+            continue
+        got, error = try_load(factories[lib])
+        if got is None:
+            shares[lib] = error
+            continue
+        encode, _ = got
         shares[lib] = sum(encode(d) == e for d, e in zip(timed, expected)) / len(timed)
     return shares
 
@@ -132,6 +139,9 @@ def main() -> int:
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     per_byte = {}
     for lib in libs:
+        if isinstance(exact[lib], str):
+            print(f"| {lib} | - | - | - | - | {exact[lib]} |")
+            continue
         unseen = instructions(lib, args.tokenizer, args.corpus, "unseen", args.docs)
         again = instructions(lib, args.tokenizer, args.corpus, "again", args.docs)
         per_byte[lib] = (unseen / nbytes, again / AGAIN / nbytes)
