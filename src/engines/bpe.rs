@@ -54,6 +54,11 @@ impl BpeEngine {
         self
     }
 
+    /// The merge model.
+    pub fn model(&self) -> &BpeModel {
+        &self.model
+    }
+
     /// Call `f` with `gap` as the normalizer leaves it.
     fn normalized<T>(&self, gap: &str, f: impl FnOnce(&str) -> T) -> T {
         let Some(normalizer) = &self.normalizer else {

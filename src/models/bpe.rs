@@ -4,7 +4,9 @@
 //! on ties) and repeat until none applies. Words of up to 16 bytes use a flat scan over a small
 //! array, words of up to 64 a linked list whose next merge is one vectorised minimum, and longer
 //! words a (rank, position) min-heap over a linked list with lazy invalidation, so the work is
-//! O(n log n) and never quadratic (`"a" * 100_000` stays fast).
+//! O(n log n) and never quadratic (`"a" * 100_000` stays fast). A word with a multi-byte character
+//! starts from whole characters where [`crate::models::bpe_chars`] proves the ids the same, and
+//! takes the path for its number of symbols instead.
 //!
 //! Example with merges `a b` (rank 0), `b c` (rank 1), `ab c` (rank 2): `abcbc` -> `abc` `bc`.
 
@@ -13,6 +15,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use crate::models::bpe_chars::{CharStarts, Listed};
 use crate::models::random::SplitMix64;
 use crate::Error;
 
@@ -78,6 +81,9 @@ pub struct BpeModel {
     /// Every rank fits the linked list's keys (below `1 << (32 - POS_BITS)`); else the words it
     /// would take go to the heap.
     short_ranks: bool,
+    /// The characters a word may start from as whole tokens, built on the first word that has
+    /// one (a text of ASCII alone never pays for it). None without all 256 byte tokens.
+    chars: std::sync::OnceLock<Option<CharStarts>>,
 }
 
 impl BpeModel {
@@ -144,7 +150,41 @@ impl BpeModel {
             whole_words,
             unk,
             short_ranks,
+            chars: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The character starts, built on first use.
+    fn char_starts(&self) -> Option<&CharStarts> {
+        self.chars
+            .get_or_init(|| {
+                let grid = (self.grid.iter().enumerate())
+                    .filter(|(_, &a)| a != ABSENT)
+                    .map(|(k, &a)| ((k >> GRID_BITS) as u32, (k & (GRID as usize - 1)) as u32, a));
+                let table = self
+                    .merges
+                    .iter()
+                    .map(|(&p, &a)| ((p >> 32) as u32, p as u32, a));
+                let merges: Vec<(u32, u32, u32, u32)> = grid
+                    .chain(table)
+                    .map(|(l, r, a)| (l, r, (a >> 32) as u32, a as u32))
+                    .collect();
+                CharStarts::build(&merges, self.external.len(), |l, r| self.pair(l, r))
+            })
+            .as_ref()
+    }
+
+    /// Every character start by code point, with its external id; empty for a model without
+    /// them.
+    pub fn char_start_listing(&self) -> Vec<Listed<char>> {
+        let Some(starts) = self.all_bytes.then(|| self.char_starts()).flatten() else {
+            return Vec::new();
+        };
+        (starts.listing().into_iter())
+            .filter_map(|(cp, id, xs, ys)| {
+                Some((char::from_u32(cp)?, self.external[id as usize], xs, ys))
+            })
+            .collect()
     }
 
     /// `rank << 32 | merged` of the pair, or ABSENT.
@@ -191,8 +231,15 @@ impl BpeModel {
         }
         let mut buf = [0u32; N];
         let n = if self.all_bytes {
+            let mut high = 0;
             for (slot, &b) in buf.iter_mut().zip(word) {
                 *slot = b as u32;
+                high |= b;
+            }
+            if high >= 0x80 {
+                if let Some(starts) = self.char_starts() {
+                    return self.encode_from_chars(starts, word, out);
+                }
             }
             word.len()
         } else {
@@ -214,7 +261,52 @@ impl BpeModel {
         }
     }
 
+    /// `encode_word` of a word with a multi-byte character: the characters that may start as
+    /// whole tokens do (see `bpe_chars`), so the merge path is chosen by the number of symbols.
+    fn encode_from_chars(&self, starts: &CharStarts, word: &[u8], out: &mut Vec<u32>) {
+        if word.len() <= SHORT_WORD {
+            let mut buf = [0u32; SHORT_WORD];
+            let n = starts.symbols(word, &mut buf);
+            self.merge_symbols(&buf[..n], out);
+        } else {
+            let mut buf = vec![0u32; word.len()];
+            let n = starts.symbols(word, &mut buf);
+            self.merge_symbols(&buf[..n], out);
+        }
+    }
+
+    /// Merge `symbols` (internal ids) by the path for their number and append the external ids.
+    fn merge_symbols(&self, symbols: &[u32], out: &mut Vec<u32>) {
+        fn sized<const N: usize>(symbols: &[u32]) -> [u32; N] {
+            let mut buf = [0u32; N];
+            buf[..symbols.len()].copy_from_slice(symbols);
+            buf
+        }
+        let n = symbols.len();
+        match n {
+            0..=1 => out.extend(symbols.iter().map(|&i| self.external[i as usize])),
+            2..=8 => self.merge_scan(&mut sized::<8>(symbols), n, out),
+            9..=SCAN_WORD => self.merge_scan(&mut sized::<SCAN_WORD>(symbols), n, out),
+            17..=32 if self.short_ranks => self.merge_linked(&mut sized::<32>(symbols), n, out),
+            33..=SHORT_WORD if self.short_ranks => {
+                self.merge_linked(&mut sized::<SHORT_WORD>(symbols), n, out)
+            }
+            _ => {
+                let start = out.len();
+                self.merge_long(symbols, out);
+                for id in &mut out[start..] {
+                    *id = self.external[*id as usize];
+                }
+            }
+        }
+    }
+
     fn encode_long(&self, word: &[u8], out: &mut Vec<u32>) {
+        if self.all_bytes && !word.is_ascii() {
+            if let Some(starts) = self.char_starts() {
+                return self.encode_from_chars(starts, word, out);
+            }
+        }
         let symbols: Vec<u32> = word.iter().filter_map(|&b| self.symbol_of(b)).collect();
         let start = out.len();
         if symbols.len() > 1 {
@@ -735,6 +827,104 @@ mod tests {
             assert_eq!(out, s, "word {}", String::from_utf8_lossy(&word));
             let symbols: Vec<u32> = word.iter().map(|&b| b as u32).collect();
             assert_eq!(every_path(&m, &symbols), s);
+        }
+    }
+
+    /// Merges that build `raw` from its bytes, bottom-up, cut at random.
+    fn bracketing(raw: &[u8], rng: &mut SplitMix64, merges: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+        if raw.len() > 1 {
+            let cut = 1 + (rng.next_u64() % (raw.len() as u64 - 1)) as usize;
+            bracketing(&raw[..cut], rng, merges);
+            bracketing(&raw[cut..], rng, merges);
+            merges.push((raw[..cut].to_vec(), raw[cut..].to_vec()));
+        }
+    }
+
+    /// Random tables over ASCII and multi-byte characters: some characters built by their own
+    /// merges, pieces of a random text joined wherever they were cut (so many tokens start or
+    /// end inside a character), a few character tokens merged before they are built. Words
+    /// start from characters where `bpe_chars` allows it, and must give the naive ids.
+    #[test]
+    fn character_starts_give_the_ids_of_the_plain_merge() {
+        let alphabet = ["a", " ", "é", "ñ", "語", "本", "😀"];
+        let mut rng = SplitMix64::new(5);
+        let mut pick = move |n: usize| (rng.next_u64() % n as u64) as usize;
+        let mut with_starts = 0;
+        for _ in 0..400 {
+            let text: Vec<u8> = (0..16)
+                .flat_map(|_| alphabet[pick(alphabet.len())].bytes())
+                .collect();
+            let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            for _ in 0..pick(40) {
+                match pick(10) {
+                    0..=2 => {
+                        let raw = alphabet[2 + pick(5)].as_bytes();
+                        let mut local = SplitMix64::new(pick(1 << 30) as u64);
+                        bracketing(raw, &mut local, &mut pairs);
+                    }
+                    3 => pairs.push((
+                        alphabet[2 + pick(5)].as_bytes().to_vec(),
+                        alphabet[pick(alphabet.len())].as_bytes().to_vec(),
+                    )),
+                    _ => {
+                        let start = pick(text.len() - 2);
+                        let stop = start + 2 + pick(6.min(text.len() - start - 2) + 1);
+                        let cut = start + 1 + pick(stop - start - 1);
+                        pairs.push((text[start..cut].to_vec(), text[cut..stop].to_vec()));
+                    }
+                }
+            }
+            let mut ids: FxHashMap<Vec<u8>, u32> =
+                (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+            let mut id_of = |t: &[u8]| {
+                let next = ids.len() as u32;
+                *ids.entry(t.to_vec()).or_insert(next)
+            };
+            let mut ranked: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
+            for (rank, (l, r)) in pairs.iter().enumerate() {
+                let merged = id_of(&[l.as_slice(), r.as_slice()].concat());
+                ranked.insert((id_of(l), id_of(r)), (rank as u32, merged));
+            }
+            let merges: Vec<(u32, u32, u32, u32)> = ranked
+                .iter()
+                .map(|(&(l, r), &(rank, m))| (l, r, rank, m))
+                .collect();
+            let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
+            let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+            with_starts += !m.char_start_listing().is_empty() as usize;
+            for _ in 0..8 {
+                let longest = if pick(4) == 0 { 90 } else { 20 };
+                let len = pick(longest);
+                let word: Vec<u8> = (0..len)
+                    .flat_map(|_| alphabet[pick(alphabet.len())].bytes())
+                    .collect();
+                let mut out = Vec::new();
+                m.encode_word(&word, &mut out);
+                assert_eq!(
+                    out,
+                    naive(&m, &word),
+                    "word {}",
+                    String::from_utf8_lossy(&word)
+                );
+            }
+        }
+        assert!(
+            with_starts > 100,
+            "only {with_starts} tables had character starts"
+        );
+    }
+
+    /// A table where U+0080 (`c2 80`) starts as its token: its overlong 3-byte spelling `e0 82 80`
+    /// is not that character, and stays three bytes.
+    #[test]
+    fn an_overlong_spelling_is_not_a_character_start() {
+        let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
+        let m = BpeModel::new(&byte_ids, &[(0xC2, 0x80, 0, 256)], None, None).unwrap();
+        assert_eq!(m.char_start_listing().len(), 1);
+        for word in [&b"\xc2\x80x"[..], b"\xe0\x82\x80", b"a\xe0\x82\x80\xc2\x80"] {
+            let mut out = Vec::new();
+            m.encode_word(word, &mut out);
+            assert_eq!(out, naive(&m, word), "word {word:?}");
         }
     }
 

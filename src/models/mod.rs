@@ -5,6 +5,7 @@
 //! over a vocabulary's own texts, shared with the file readers). Mirrors `tinyllm.tok.models`; no model knows about stages.
 
 pub mod bpe;
+pub mod bpe_chars;
 pub mod char_bpe;
 pub mod random;
 pub mod spm_bpe;

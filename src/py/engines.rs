@@ -17,6 +17,7 @@ use crate::engines::offsets::TokenOffsets;
 use crate::engines::wordpiece_unigram::{Model, TextEngine};
 use crate::engines::Encoder;
 use crate::models::bpe::BpeModel;
+use crate::models::bpe_chars::Listed;
 use crate::models::spm_bpe::SpmBpeModel;
 use crate::models::spm_pieces::SpmPieces;
 use crate::models::spm_unigram::SpmUnigramModel;
@@ -222,6 +223,13 @@ engine_pymethods!(PyBpeEngine {
     /// Whether `set_token_texts` was called.
     fn has_token_texts(&self) -> bool {
         self.inner.has_token_texts()
+    }
+
+    /// The characters a word may start from as whole tokens: (character, id, bytes that may not
+    /// come just before it, bytes that may not come just after it), by code point. What the
+    /// tests compare with `tinyllm.tok.models.bpe_chars.char_starts`.
+    fn char_starts(&self, py: Python<'_>) -> Vec<Listed<char>> {
+        py.detach(|| self.inner.model().char_start_listing())
     }
 
     /// The engine over shared `tables` (`BpeTables`, read from a tokenizer.json): the byte

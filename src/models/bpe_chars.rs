@@ -1,0 +1,389 @@
+//! Characters that start a byte-level BPE word as one symbol, where that gives the same ids.
+//!
+//! A CJK character is three bytes that nearly always end as the character's own token, after two
+//! merges. Starting the word from that token saves the merges and two thirds of the symbols (a
+//! 30-character CJK piece is 30 symbols for the linked list, not 90 for the heap). A multi-byte
+//! character `c` starts as its token `T` when
+//!
+//! 1. its bytes alone merge to `T`, by merges ranked at most `R`;
+//! 2. every merge with `T` on either side ranks after `R`;
+//! 3. in this word, no merge result is `X + p` with `X` the bytes just before `c` and `p` a
+//!    proper prefix of `c`, nor `s + Y` with `s` a proper suffix of `c` and `Y` the bytes just
+//!    after it (the vocabulary's "fragment" tokens, which start or end inside a character).
+//!
+//! Rules 1 and 2 are settled once per character when the table is built; rule 3 is kept as, per
+//! character, the few `X` and `Y` byte strings to look for around each occurrence, behind a filter
+//! on the one byte next to it. The readable reference, with the argument why the ids are the same,
+//! is `tinyllm.tok.models.bpe_chars`; tests hold the two to the same characters and contexts.
+//!
+//! Example (o200k): `的` is `e7 9a 84`, merged by two early merges into one token that no merge
+//! uses before them. The token `" \xe7"` exists, so after a space `的` starts as bytes; elsewhere
+//! as its token.
+
+use rustc_hash::FxHashMap;
+
+/// An entry of [`CharStarts::narrow`] (and `wide`) that is not a start.
+const NOT_A_START: u64 = u64::MAX;
+const ABSENT: u64 = u64::MAX;
+const NO_BYTES: (u32, u32) = (u32::MAX, 0);
+
+/// The byte strings around one character that forbid starting it as its token.
+#[derive(Debug, Clone)]
+struct Context {
+    /// Bit b: some `X` ends with byte b (a filter on the byte before the character).
+    before_last: [u64; 4],
+    /// Bit b: some `Y` starts with byte b.
+    after_first: [u64; 4],
+    /// Ranges of [`CharStarts::spans`].
+    before: (u32, u32),
+    after: (u32, u32),
+}
+
+#[inline]
+fn has_bit(bits: &[u64; 4], b: u8) -> bool {
+    bits[(b >> 6) as usize] >> (b & 63) & 1 != 0
+}
+
+fn set_bit(bits: &mut [u64; 4], b: u8) {
+    bits[(b >> 6) as usize] |= 1 << (b & 63);
+}
+
+/// One start as [`CharStarts::listing`] gives it: (character, id, the strings that may not come
+/// just before it, those that may not come just after it).
+pub type Listed<C> = (C, u32, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// The characters that may start as their tokens, and what forbids it around each.
+#[derive(Debug, Clone)]
+pub struct CharStarts {
+    /// By code point below 0x10000: `context << 32 | id`, `context` being 1 + an index into
+    /// `contexts` or 0 for none; [`NOT_A_START`] for the other code points.
+    narrow: Vec<u64>,
+    /// The same for the 4-byte characters.
+    wide: FxHashMap<u32, u64>,
+    contexts: Vec<Context>,
+    /// (start, length) of the byte strings in `pool`.
+    spans: Vec<(u32, u32)>,
+    pool: Vec<u8>,
+}
+
+/// The length a UTF-8 lead byte announces (0 for a byte that cannot lead a multi-byte character).
+#[inline]
+fn char_length(lead: u8) -> usize {
+    match lead {
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => 0,
+    }
+}
+
+#[inline]
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// A proper prefix or suffix of a character (1 to 3 bytes) as one key.
+fn part_key(part: &[u8]) -> u32 {
+    part.iter()
+        .fold(part.len() as u32, |k, &b| k << 8 | b as u32)
+}
+
+impl CharStarts {
+    /// The table of a model whose internal ids 0-255 are the 256 bytes. `merges` are its pairs
+    /// (left, right, rank, merged) as `pair` answers them (`rank << 32 | merged`, or u64::MAX),
+    /// over ids below `id_count`. None when no character qualifies.
+    pub fn build(
+        merges: &[(u32, u32, u32, u32)],
+        id_count: usize,
+        pair: impl Fn(u32, u32) -> u64,
+    ) -> Option<CharStarts> {
+        let (pool, span) = token_bytes(merges, id_count);
+        let bytes = |id: u32| -> Option<&[u8]> {
+            let (start, len) = span[id as usize];
+            (start != u32::MAX).then(|| &pool[start as usize..(start + len) as usize])
+        };
+        let mut first_use = vec![u32::MAX; id_count];
+        let mut made = vec![false; id_count];
+        for &(l, r, rank, m) in merges {
+            first_use[l as usize] = first_use[l as usize].min(rank);
+            first_use[r as usize] = first_use[r as usize].min(rank);
+            made[m as usize] = true;
+        }
+        // Fragments: before[p] = the X of each merge result X + p, after[s] = the Y of s + Y.
+        let mut before: FxHashMap<u32, Vec<&[u8]>> = FxHashMap::default();
+        let mut after: FxHashMap<u32, Vec<&[u8]>> = FxHashMap::default();
+        for id in (0..id_count as u32).filter(|&i| made[i as usize]) {
+            let Some(t) = bytes(id) else { continue };
+            if t.len() < 2 {
+                continue;
+            }
+            let mut j = t.len() - 1;
+            while j > 0 && is_continuation(t[j]) {
+                j -= 1;
+            }
+            if j >= 1 && t.len() - j < char_length(t[j]) {
+                before.entry(part_key(&t[j..])).or_default().push(&t[..j]);
+            }
+            let mut lead = 0;
+            while lead < 3.min(t.len() - 1) && is_continuation(t[lead]) {
+                lead += 1;
+                after
+                    .entry(part_key(&t[..lead]))
+                    .or_default()
+                    .push(&t[lead..]);
+            }
+        }
+        let mut starts = CharStarts {
+            narrow: vec![NOT_A_START; 0x10000],
+            wide: FxHashMap::default(),
+            contexts: Vec::new(),
+            spans: Vec::new(),
+            pool: Vec::new(),
+        };
+        let mut found = false;
+        for id in (0..id_count as u32).filter(|&i| made[i as usize]) {
+            let Some(c) = bytes(id) else { continue };
+            if !(2..=4).contains(&c.len()) || char_length(c[0]) != c.len() {
+                continue;
+            }
+            let Some(cp) = std::str::from_utf8(c).ok().and_then(|s| s.chars().next()) else {
+                continue;
+            };
+            let Some((token, highest)) = merge_alone(c, &pair) else {
+                continue;
+            };
+            if first_use[token as usize] <= highest {
+                continue;
+            }
+            let xs = gather(&before, (1..c.len()).map(|k| &c[..k]));
+            let ys = gather(&after, (1..c.len()).map(|k| &c[k..]));
+            let context = if xs.is_empty() && ys.is_empty() {
+                0
+            } else {
+                let mut ctx = Context {
+                    before_last: [0; 4],
+                    after_first: [0; 4],
+                    before: (0, 0),
+                    after: (0, 0),
+                };
+                xs.iter()
+                    .for_each(|x| set_bit(&mut ctx.before_last, x[x.len() - 1]));
+                ys.iter().for_each(|y| set_bit(&mut ctx.after_first, y[0]));
+                ctx.before = starts.keep(&xs);
+                ctx.after = starts.keep(&ys);
+                starts.contexts.push(ctx);
+                starts.contexts.len() as u64
+            };
+            let entry = context << 32 | token as u64;
+            let cp = cp as u32;
+            let slot = if cp < 0x10000 {
+                &mut starts.narrow[cp as usize]
+            } else {
+                starts.wide.entry(cp).or_insert(NOT_A_START)
+            };
+            if *slot == NOT_A_START {
+                *slot = entry;
+                found = true;
+            }
+        }
+        found.then_some(starts)
+    }
+
+    /// Store byte strings in the pool; their range in `spans`.
+    fn keep(&mut self, parts: &[&[u8]]) -> (u32, u32) {
+        let first = self.spans.len() as u32;
+        for p in parts {
+            self.spans.push((self.pool.len() as u32, p.len() as u32));
+            self.pool.extend_from_slice(p);
+        }
+        (first, self.spans.len() as u32)
+    }
+
+    fn strings(&self, range: (u32, u32)) -> impl Iterator<Item = &[u8]> {
+        self.spans[range.0 as usize..range.1 as usize]
+            .iter()
+            .map(|&(s, l)| &self.pool[s as usize..(s + l) as usize])
+    }
+
+    /// Write the symbols `word` starts from into `out` (at least `word.len()` long): each
+    /// character that may start here as its token's internal id, every other byte as itself.
+    /// Returns how many.
+    pub fn symbols(&self, word: &[u8], out: &mut [u32]) -> usize {
+        let mut n = 0;
+        let mut i = 0;
+        while i < word.len() {
+            let b = word[i];
+            if b >= 0xC2 {
+                if let Some((id, k)) = self.start_at(word, i) {
+                    out[n] = id;
+                    n += 1;
+                    i += k;
+                    continue;
+                }
+            }
+            out[n] = b as u32;
+            n += 1;
+            i += 1;
+        }
+        n
+    }
+
+    /// The token and byte length of the character at `word[i]` (a byte >= 0xC2), if it starts
+    /// as one symbol here.
+    #[inline]
+    fn start_at(&self, word: &[u8], i: usize) -> Option<(u32, usize)> {
+        let b = word[i] as u32;
+        let cont = |k: usize| -> Option<u32> {
+            let c = *word.get(i + k)?;
+            is_continuation(c).then_some((c & 0x3F) as u32)
+        };
+        let (entry, k) = if b < 0xE0 {
+            (self.narrow[((b & 0x1F) << 6 | cont(1)?) as usize], 2)
+        } else if b < 0xF0 {
+            let cp = (b & 0x0F) << 12 | cont(1)? << 6 | cont(2)?;
+            (self.narrow[cp as usize], 3)
+        } else {
+            if self.wide.is_empty() {
+                return None;
+            }
+            let cp = (b & 0x07) << 18 | cont(1)? << 12 | cont(2)? << 6 | cont(3)?;
+            (*self.wide.get(&cp)?, 4)
+        };
+        // An overlong 3-byte form decodes below 0x800: those entries hold 2-byte characters.
+        if entry == NOT_A_START || (k == 3 && b == 0xE0 && word[i + 1] < 0xA0) {
+            return None;
+        }
+        let context = (entry >> 32) as usize;
+        if context != 0 && self.blocked(&self.contexts[context - 1], word, i, k) {
+            return None;
+        }
+        Some((entry as u32, k))
+    }
+
+    /// Whether a fragment token could join the character at `word[i..i + k]` to a neighbour.
+    #[inline]
+    fn blocked(&self, ctx: &Context, word: &[u8], i: usize, k: usize) -> bool {
+        let (head, tail) = (&word[..i], &word[i + k..]);
+        (i > 0
+            && has_bit(&ctx.before_last, head[i - 1])
+            && self.strings(ctx.before).any(|x| head.ends_with(x)))
+            || (!tail.is_empty()
+                && has_bit(&ctx.after_first, tail[0])
+                && self.strings(ctx.after).any(|y| tail.starts_with(y)))
+    }
+
+    /// Every start by code point, with its internal id: what the tests compare with the
+    /// reference.
+    pub fn listing(&self) -> Vec<Listed<u32>> {
+        let mut all: Vec<(u32, u64)> = (self.narrow.iter().enumerate())
+            .filter(|(_, &e)| e != NOT_A_START)
+            .map(|(cp, &e)| (cp as u32, e))
+            .chain(self.wide.iter().map(|(&cp, &e)| (cp, e)))
+            .collect();
+        all.sort_unstable();
+        all.into_iter()
+            .map(|(cp, e)| {
+                let context = (e >> 32) as usize;
+                let (xs, ys) = if context == 0 {
+                    (Vec::new(), Vec::new())
+                } else {
+                    let ctx = &self.contexts[context - 1];
+                    let list = |r| self.strings(r).map(<[u8]>::to_vec).collect();
+                    (list(ctx.before), list(ctx.after))
+                };
+                (cp, e as u32, xs, ys)
+            })
+            .collect()
+    }
+}
+
+/// The fragment strings filed under any of `parts`, sorted, each once.
+fn gather<'a, 'p>(
+    map: &FxHashMap<u32, Vec<&'a [u8]>>,
+    parts: impl Iterator<Item = &'p [u8]>,
+) -> Vec<&'a [u8]> {
+    let mut all: Vec<&[u8]> = parts
+        .filter_map(|p| map.get(&part_key(p)))
+        .flatten()
+        .copied()
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// The bytes of every token the merges can make: (pool, span by id). Ids 0-255 are the bytes; a
+/// merged token is its lowest-ranked merge's two sides joined. Tokens no merge makes, or made only
+/// through a cycle, get [`NO_BYTES`].
+fn token_bytes(merges: &[(u32, u32, u32, u32)], id_count: usize) -> (Vec<u8>, Vec<(u32, u32)>) {
+    const WAITING: u8 = 0;
+    const OPEN: u8 = 1;
+    const DONE: u8 = 2;
+    const NONE: u8 = 3;
+    let mut def = vec![(u32::MAX, u32::MAX, u32::MAX); id_count]; // (rank, left, right)
+    for &(l, r, rank, m) in merges {
+        if m >= 256 && rank < def[m as usize].0 {
+            def[m as usize] = (rank, l, r);
+        }
+    }
+    let mut pool: Vec<u8> = (0..=255u8).collect();
+    let mut span = vec![NO_BYTES; id_count];
+    let mut state = vec![NONE; id_count];
+    for b in 0..256.min(id_count) {
+        span[b] = (b as u32, 1);
+        state[b] = DONE;
+    }
+    for id in 256..id_count {
+        if def[id].0 != u32::MAX {
+            state[id] = WAITING;
+        }
+    }
+    let mut stack = Vec::new();
+    for root in 256..id_count {
+        if state[root] != WAITING {
+            continue;
+        }
+        state[root] = OPEN;
+        stack.push(root);
+        while let Some(&top) = stack.last() {
+            let (_, l, r) = def[top];
+            if let Some(side) = [l, r].into_iter().find(|&s| state[s as usize] == WAITING) {
+                state[side as usize] = OPEN;
+                stack.push(side as usize);
+                continue;
+            }
+            stack.pop();
+            if state[l as usize] == DONE && state[r as usize] == DONE {
+                let start = pool.len() as u32;
+                for side in [l, r] {
+                    let (s, n) = span[side as usize];
+                    pool.extend_from_within(s as usize..(s + n) as usize);
+                }
+                span[top] = (start, pool.len() as u32 - start);
+                state[top] = DONE;
+            } else {
+                state[top] = NONE; // a side without bytes, or still open: a cycle
+            }
+        }
+    }
+    (pool, span)
+}
+
+/// The plain merge of one character's bytes: its single token and the highest rank used, or
+/// None if it does not end as one token.
+fn merge_alone(c: &[u8], pair: &impl Fn(u32, u32) -> u64) -> Option<(u32, u32)> {
+    let mut symbols: Vec<u32> = c.iter().map(|&b| b as u32).collect();
+    let mut highest = 0;
+    while symbols.len() > 1 {
+        let (answer, k) = (0..symbols.len() - 1)
+            .map(|k| (pair(symbols[k], symbols[k + 1]), k))
+            .min()?;
+        if answer == ABSENT {
+            return None;
+        }
+        highest = highest.max((answer >> 32) as u32);
+        symbols[k] = answer as u32;
+        symbols.remove(k + 1);
+    }
+    Some((symbols[0], highest))
+}

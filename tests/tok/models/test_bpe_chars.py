@@ -1,0 +1,205 @@
+"""The character start of byte-level BPE (src/models/bpe_chars.rs, reference
+`tinyllm.tok.models.bpe_chars`): a multi-byte character may start a word as its own token.
+
+* The reference's start gives the plain merge's ids (pure Python, on random merge tables full of
+  fragment tokens, merges listed out of order, and characters whose token is used too early).
+* Rust finds the same characters, tokens and forbidden neighbours as the reference, on random
+  tables and on the real files, and encodes like the reference's plain merge.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.peers import ours, tokenizer_path
+from tests.support.rust import assert_fast, needs_rust
+from tests.tok.models.test_bpe_merge_equivalence import document
+from tinyllm.tok.load import load, tokenizer_from_document
+from tinyllm.tok.models.bpe_chars import char_starts, start_symbols
+from tinyllm.tok.text.byte_alphabet import token_bytes, token_string
+
+# Two ASCII characters, two 2-byte ones sharing a lead byte, two 3-byte ones and a 4-byte one.
+ALPHABET = ["a", " ", "é", "ñ", "語", "本", "😀"]
+
+
+def plain_merge(symbols: list[int], ranks: dict) -> list[int]:
+    """Lowest rank first, leftmost on ties: the merge loop, over ids."""
+    symbols = list(symbols)
+    while True:
+        found = min(((ranks[p][0], k, ranks[p][1]) for k in range(len(symbols) - 1)
+                     if (p := (symbols[k], symbols[k + 1])) in ranks), default=None)
+        if found is None:
+            return symbols
+        _, k, merged = found
+        symbols[k:k + 2] = [merged]
+
+
+def bracketing(draw, raw: bytes) -> list[tuple[bytes, bytes]]:
+    """Merges that build `raw` from its bytes, bottom-up, in a random binary bracketing."""
+    if len(raw) == 1:
+        return []
+    cut = draw(st.integers(1, len(raw) - 1))
+    return bracketing(draw, raw[:cut]) + bracketing(draw, raw[cut:]) + [(raw[:cut], raw[cut:])]
+
+
+@st.composite
+def tables(draw):
+    """(tokens, merges) over the alphabet's bytes. Some characters get the merges that build them
+    (at a random place in the list); the other merges join two adjacent pieces of a random text
+    over the alphabet, so many results start or end inside a character; a few merges use a
+    character's token before (or without) the merges that build it, or repeat an earlier pair."""
+    tokens = [bytes([b]) for b in range(256)]
+    known = set(tokens)
+    merges: list[tuple[bytes, bytes]] = []
+
+    def add(left: bytes, right: bytes) -> None:
+        for t in (left, right, left + right):
+            if t not in known:
+                known.add(t)
+                tokens.append(t)
+        merges.append((left, right))
+
+    text = "".join(draw(st.lists(st.sampled_from(ALPHABET), min_size=4, max_size=24))).encode()
+    unbuilt = [ch.encode() for ch in ALPHABET[2:]]
+    for _ in range(draw(st.integers(0, 40))):
+        what = draw(st.integers(0, 9))
+        if what < 3 and unbuilt:
+            for left, right in bracketing(draw, unbuilt.pop(draw(st.integers(0, len(unbuilt) - 1)))):
+                add(left, right)
+        elif what == 3 and merges:
+            add(*draw(st.sampled_from(merges)))  # listed twice: the later rank wins
+        elif what == 4:
+            add(draw(st.sampled_from(ALPHABET[2:])).encode(), draw(st.sampled_from(ALPHABET)).encode())
+        else:
+            start = draw(st.integers(0, len(text) - 2))
+            stop = draw(st.integers(start + 2, min(len(text), start + 8)))
+            cut = draw(st.integers(start + 1, stop - 1))
+            left, right = text[start:cut], text[cut:stop]
+            if left in known and right in known:
+                add(left, right)
+    return tokens, merges
+
+
+def reference_parts(tokens: list[bytes], merges: list[tuple[bytes, bytes]]):
+    """(ranks over token indexes, starts, byte ids) as `char_starts` wants them."""
+    index = {t: i for i, t in reversed(list(enumerate(tokens)))}
+    ranks = {}
+    for rank, (left, right) in enumerate(merges):
+        ranks[(index[left], index[right])] = (rank, index[left + right])
+    by_id = dict(enumerate(tokens))
+    return ranks, char_starts(by_id, ranks, range(256))
+
+
+words = st.lists(st.sampled_from(ALPHABET), max_size=120).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(table=tables(), texts=st.lists(words, min_size=1, max_size=8))
+def test_the_reference_start_merges_to_the_plain_ids(table, texts):
+    ranks, starts = reference_parts(*table)
+    for text in texts:
+        raw = text.encode()
+        assert plain_merge(start_symbols(raw, starts, range(256)), ranks) == plain_merge(list(raw), ranks), text
+
+
+def with_results(merges: list[tuple[bytes, bytes]]) -> tuple[list[bytes], list[tuple[bytes, bytes]]]:
+    """(tokens, merges): the 256 bytes, then each side and result of `merges` in order."""
+    tokens = [bytes([b]) for b in range(256)]
+    for left, right in merges:
+        tokens.extend(t for t in (left, right, left + right) if t not in tokens)
+    return tokens, merges
+
+
+# `語` is built by its own early merges; ` \xe8` (a space and 語's first byte) is a token, so after a
+# space 語 starts as bytes, and `本` (no fragment) always starts whole. A merge that uses `é`'s token
+# before the merge that builds it keeps é out of the table.
+FRAGMENT = with_results([(b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e"), (b" ", b"\xe8"), (b"\xe6", b"\x9c"),
+                         (b"\xe6\x9c", b"\xac"), ("é".encode(), b"a"), (b"\xc3", b"\xa9")])
+# `語 a` merges at rank 0 but 語 is built at ranks 2 and 3: started whole, `語a` would merge before
+# `a ` (rank 1) and give `語a`, ` `; the plain merge gives `語`, `a `.
+EARLY_USE = with_results([("語".encode(), b"a"), (b"a", b" "), (b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e")])
+
+
+def test_a_fragment_token_beside_a_character_keeps_it_in_bytes():
+    tokens, merges = FRAGMENT
+    ranks, starts = reference_parts(tokens, merges)
+    assert set(starts) == {"語", "本"}
+    assert starts["語"].before == (b" ",) and starts["本"].before == ()
+    ids = {t: i for i, t in enumerate(tokens)}
+    assert start_symbols(" 語語".encode(), starts, range(256)) == [32, 0xE8, 0xAA, 0x9E, ids["語".encode()]]
+    assert start_symbols(" 本".encode(), starts, range(256)) == [32, ids["本".encode()]]
+
+
+def test_a_token_merged_before_it_is_built_keeps_its_character_in_bytes():
+    tokens, merges = EARLY_USE
+    ranks, starts = reference_parts(tokens, merges)
+    assert starts == {}
+    ids = {t: i for i, t in enumerate(tokens)}
+    raw = "語a ".encode()
+    expected = [ids["語".encode()], ids[b"a "]]
+    assert plain_merge(list(raw), ranks) == expected
+    assert plain_merge(start_symbols(raw, starts, range(256)), ranks) == expected
+
+
+@needs_rust
+@settings(max_examples=300, deadline=None)
+@given(table=tables(), texts=st.lists(words, min_size=1, max_size=8))
+def test_rust_starts_and_ids_equal_the_reference(table, texts):
+    tokens, merges = table
+    tok = tokenizer_from_document(document(tokens, merges))
+    assert_fast(tok)
+    # The reference's view through the tokenizer's own ids: one id per token string.
+    model = tok.model
+    by_id = {i: token_bytes(t) for t, i in model.vocab.items()}
+    byte_ids = [model.vocab[token_string(bytes([b]))] for b in range(256)]
+    expected = char_starts(by_id, model.ranks, byte_ids)
+    listed = {ch: (i, tuple(map(bytes, xs)), tuple(map(bytes, ys))) for ch, i, xs, ys in tok._fast.char_starts()}
+    assert listed == {ch: (s.id, s.before, s.after) for ch, s in expected.items()}
+    reference = tok.use_reference()
+    for text in texts:
+        assert tok.encode(text) == reference.encode(text), text
+        assert tok.encode(text) == reference.encode(text), f"{text!r} from the word cache"
+
+
+@needs_rust
+@pytest.mark.parametrize("table, listed", [(FRAGMENT, {"語": (b" ",), "本": ()}), (EARLY_USE, {})])
+def test_rust_keeps_the_characters_the_rules_keep_out_in_bytes(table, listed):
+    tok = tokenizer_from_document(document(*table))
+    assert_fast(tok)
+    assert {ch: tuple(map(bytes, xs)) for ch, _, xs, _ in tok._fast.char_starts()} == listed
+    reference = tok.use_reference()
+    for text in ["語a ", " 語語", "本 本語a", "éa語", " 語本 語"]:
+        assert tok.encode(text) == reference.encode(text), text
+
+
+@needs_rust
+@pytest.mark.parametrize("name", ["gpt2", "gpt-4o-o200k"])
+def test_rust_starts_equal_the_reference_on_real_files(name):
+    tok = load(tokenizer_path(name))
+    assert_fast(tok)
+    model = tok.model
+    by_id = {}
+    for t, i in model.vocab.items():
+        try:
+            by_id[i] = token_bytes(t)
+        except ValueError:
+            continue  # an added token outside the byte alphabet
+    byte_ids = [model.vocab[token_string(bytes([b]))] for b in range(256)]
+    expected = char_starts(by_id, model.ranks, byte_ids)
+    listed = tok._fast.char_starts()
+    assert len(listed) == len(expected) > 100
+    assert {ch: (i, tuple(map(bytes, xs)), tuple(map(bytes, ys))) for ch, i, xs, ys in listed} == \
+        {ch: (s.id, s.before, s.after) for ch, s in expected.items()}
+    # The starts are used: a CJK text encodes to the same ids as the reference.
+    text = "的中文本語 的 中文。日本語のテキスト、Ελληνικά και русский текст"
+    assert ours(name).encode(text) == ours(name).use_reference().encode(text)
+
+
+@needs_rust
+def test_a_vocabulary_without_every_byte_has_no_starts():
+    """SmolLM2's vocabulary lacks some byte tokens, so its words start from bytes, as before."""
+    tok = load(tokenizer_path("smollm2"))
+    assert_fast(tok)
+    assert tok._fast.char_starts() == []
