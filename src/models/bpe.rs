@@ -417,6 +417,7 @@ impl BpeModel {
     /// leftmost. A merge shifts the tails left by one and re-asks only the two pairs around it.
     /// (On words of up to 16 bytes this beats [`Self::merge_linked`], whose set-up and minimum
     /// over whole strides cost more than a few shifts; examples/merge_costs.)
+    #[inline(always)] // one call per short word: 0.3% more instructions on unseen English
     fn merge_scan<const N: usize>(&self, symbols: &mut [u32; N], mut n: usize, out: &mut Vec<u32>) {
         debug_assert!(n >= 2);
         let mut pairs = [ABSENT; N];
