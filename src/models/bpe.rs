@@ -915,14 +915,28 @@ mod tests {
         );
     }
 
-    /// A table where U+0080 (`c2 80`) starts as its token: its overlong 3-byte spelling `e0 82 80`
-    /// is not that character, and stays three bytes.
+    /// A table where U+0080 (`c2 80`) and U+10000 (`f0 90 80 80`) start as their tokens: the
+    /// overlong spelling `e0 82 80` and the invalid `f8 90 80 80`, which decode to them if the
+    /// lead byte is not checked, are not those characters and stay bytes.
     #[test]
-    fn an_overlong_spelling_is_not_a_character_start() {
+    fn an_invalid_spelling_is_not_a_character_start() {
         let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
-        let m = BpeModel::new(&byte_ids, &[(0xC2, 0x80, 0, 256)], None, None).unwrap();
-        assert_eq!(m.char_start_listing().len(), 1);
-        for word in [&b"\xc2\x80x"[..], b"\xe0\x82\x80", b"a\xe0\x82\x80\xc2\x80"] {
+        let merges = [
+            (0xC2, 0x80, 0, 256),
+            (0xF0, 0x90, 1, 257),
+            (0x80, 0x80, 2, 258),
+            (257, 258, 3, 259),
+        ];
+        let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+        assert_eq!(m.char_start_listing().len(), 2);
+        for word in [
+            &b"\xc2\x80x"[..],
+            b"\xe0\x82\x80",
+            b"a\xe0\x82\x80\xc2\x80",
+            b"\xf0\x90\x80\x80",
+            b"\xf8\x90\x80\x80",
+            b"a\xf8\x90\x80\x80\xf0\x90\x80\x80",
+        ] {
             let mut out = Vec::new();
             m.encode_word(word, &mut out);
             assert_eq!(out, naive(&m, word), "word {word:?}");

@@ -242,12 +242,11 @@ impl CharStarts {
         } else if b < 0xF0 {
             let cp = (b & 0x0F) << 12 | cont(1)? << 6 | cont(2)?;
             (self.narrow[cp as usize], 3)
-        } else {
-            if self.wide.is_empty() {
-                return None;
-            }
+        } else if b <= 0xF4 && !self.wide.is_empty() {
             let cp = (b & 0x07) << 18 | cont(1)? << 12 | cont(2)? << 6 | cont(3)?;
             (*self.wide.get(&cp)?, 4)
+        } else {
+            return None; // F5-FF lead nothing (F8 90 80 80 would decode as U+10000)
         };
         // An overlong 3-byte form decodes below 0x800: those entries hold 2-byte characters.
         if entry == NOT_A_START || (k == 3 && b == 0xE0 && word[i + 1] < 0xA0) {
