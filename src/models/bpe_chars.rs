@@ -311,58 +311,51 @@ fn gather<'a, 'p>(
     all
 }
 
-/// The bytes of every token the merges can make: (pool, span by id). Ids 0-255 are the bytes; a
-/// merged token is its lowest-ranked merge's two sides joined. Tokens no merge makes, or made only
-/// through a cycle, get [`NO_BYTES`].
+/// The bytes of every token the merges can make from bytes: (pool, span by id). Ids 0-255 are
+/// the bytes; a merged token gets its two sides joined as soon as some merge making it has both
+/// sides made (all such merges spell the same bytes in a vocabulary read from text). Tokens that
+/// no chain of merges reaches get [`NO_BYTES`]: they can never stand in a word.
 fn token_bytes(merges: &[(u32, u32, u32, u32)], id_count: usize) -> (Vec<u8>, Vec<(u32, u32)>) {
-    const WAITING: u8 = 0;
-    const OPEN: u8 = 1;
-    const DONE: u8 = 2;
-    const NONE: u8 = 3;
-    let mut def = vec![(u32::MAX, u32::MAX, u32::MAX); id_count]; // (rank, left, right)
-    for &(l, r, rank, m) in merges {
-        if m >= 256 && rank < def[m as usize].0 {
-            def[m as usize] = (rank, l, r);
+    // The merges each id takes part in, as one array cut by offsets.
+    let mut offsets = vec![0u32; id_count + 1];
+    for &(l, r, _, _) in merges {
+        offsets[l as usize + 1] += 1;
+        offsets[r as usize + 1] += 1;
+    }
+    for k in 0..id_count {
+        offsets[k + 1] += offsets[k];
+    }
+    let mut fill = offsets.clone();
+    let mut uses = vec![0u32; 2 * merges.len()];
+    for (k, &(l, r, _, _)) in merges.iter().enumerate() {
+        for side in [l, r] {
+            uses[fill[side as usize] as usize] = k as u32;
+            fill[side as usize] += 1;
         }
     }
     let mut pool: Vec<u8> = (0..=255u8).collect();
     let mut span = vec![NO_BYTES; id_count];
-    let mut state = vec![NONE; id_count];
-    for b in 0..256.min(id_count) {
-        span[b] = (b as u32, 1);
-        state[b] = DONE;
+    let mut ready: Vec<u32> = (0..256.min(id_count) as u32).collect();
+    for &b in &ready {
+        span[b as usize] = (b, 1);
     }
-    for id in 256..id_count {
-        if def[id].0 != u32::MAX {
-            state[id] = WAITING;
-        }
-    }
-    let mut stack = Vec::new();
-    for root in 256..id_count {
-        if state[root] != WAITING {
-            continue;
-        }
-        state[root] = OPEN;
-        stack.push(root);
-        while let Some(&top) = stack.last() {
-            let (_, l, r) = def[top];
-            if let Some(side) = [l, r].into_iter().find(|&s| state[s as usize] == WAITING) {
-                state[side as usize] = OPEN;
-                stack.push(side as usize);
+    while let Some(id) = ready.pop() {
+        let (from, to) = (offsets[id as usize], offsets[id as usize + 1]);
+        for &k in &uses[from as usize..to as usize] {
+            let (l, r, _, m) = merges[k as usize];
+            if span[m as usize] != NO_BYTES
+                || span[l as usize] == NO_BYTES
+                || span[r as usize] == NO_BYTES
+            {
                 continue;
             }
-            stack.pop();
-            if state[l as usize] == DONE && state[r as usize] == DONE {
-                let start = pool.len() as u32;
-                for side in [l, r] {
-                    let (s, n) = span[side as usize];
-                    pool.extend_from_within(s as usize..(s + n) as usize);
-                }
-                span[top] = (start, pool.len() as u32 - start);
-                state[top] = DONE;
-            } else {
-                state[top] = NONE; // a side without bytes, or still open: a cycle
+            let start = pool.len() as u32;
+            for side in [l, r] {
+                let (s, n) = span[side as usize];
+                pool.extend_from_within(s as usize..(s + n) as usize);
             }
+            span[m as usize] = (start, pool.len() as u32 - start);
+            ready.push(m);
         }
     }
     (pool, span)

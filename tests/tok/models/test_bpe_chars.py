@@ -119,6 +119,10 @@ FRAGMENT = with_results([(b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e"), (b" ", b"\x
                          (b"\xe6\x9c", b"\xac"), ("é".encode(), b"a"), (b"\xc3", b"\xa9")])
 # `語 a` merges at rank 0 but 語 is built at ranks 2 and 3: started whole, `語a` would merge before
 # `a ` (rank 1) and give `語a`, ` `; the plain merge gives `語`, `a `.
+# `本\xc3` is made two ways: from `本`, which no merge builds, and from `\xe6\x9c` + `\xac\xc3`,
+# which merges do build; so it can stand before an `é` and is a fragment of é's.
+TWO_WAYS = with_results([("本".encode(), b"\xc3"), (b"\xe6", b"\x9c"), (b"\xac", b"\xc3"),
+                         (b"\xe6\x9c", b"\xac\xc3"), (b"\xc3", b"\xa9")])
 EARLY_USE = with_results([("語".encode(), b"a"), (b"a", b" "), (b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e")])
 
 
@@ -164,13 +168,14 @@ def test_rust_starts_and_ids_equal_the_reference(table, texts):
 
 
 @needs_rust
-@pytest.mark.parametrize("table, listed", [(FRAGMENT, {"語": (b" ",), "本": ()}), (EARLY_USE, {})])
+@pytest.mark.parametrize("table, listed", [(FRAGMENT, {"語": (b" ",), "本": ()}), (EARLY_USE, {}),
+                                           (TWO_WAYS, {"é": (b"\xac", "本".encode())})])
 def test_rust_keeps_the_characters_the_rules_keep_out_in_bytes(table, listed):
     tok = tokenizer_from_document(document(*table))
     assert_fast(tok)
     assert {ch: tuple(map(bytes, xs)) for ch, _, xs, _ in tok._fast.char_starts()} == listed
     reference = tok.use_reference()
-    for text in ["語a ", " 語語", "本 本語a", "éa語", " 語本 語"]:
+    for text in ["語a ", " 語語", "本 本語a", "éa語", " 語本 語", "本é本éé"]:
         assert tok.encode(text) == reference.encode(text), text
 
 

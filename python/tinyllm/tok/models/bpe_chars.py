@@ -78,6 +78,22 @@ def _merge_alone(data: bytes, ranks: Mapping[tuple[int, int], tuple[int, int]],
     return symbols, highest
 
 
+def _reachable(ranks: Mapping[tuple[int, int], tuple[int, int]], byte_ids: Sequence[int]) -> set[int]:
+    """The merge results some chain of merges makes from the byte tokens: no other token can
+    ever stand in a word."""
+    have = set(byte_ids)
+    made: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        for (left, right), (_, merged) in ranks.items():
+            if merged not in have and left in have and right in have:
+                have.add(merged)
+                made.add(merged)
+                grew = True
+    return made
+
+
 def _fragments(tokens: Mapping[int, bytes], made: set[int]) -> tuple[dict[bytes, set], dict[bytes, set]]:
     """For each merge result `X + p` (`p` an unfinished character, `X` not empty): before[p] holds
     `X`; for each `s + Y` (`s` one to three continuation bytes, `Y` not empty): after[s] holds `Y`."""
@@ -106,7 +122,7 @@ def char_starts(tokens: Mapping[int, bytes], ranks: Mapping[tuple[int, int], tup
     `tokens` maps ids to their bytes, `ranks` (left, right) to (rank, merged), and `byte_ids[b]` is
     the id of byte b's token (byte-level vocabularies have all 256).
     """
-    made = {merged for _, merged in ranks.values()}
+    made = _reachable(ranks, byte_ids)
     first_use: dict[int, int] = {}
     for (left, right), (rank, _) in ranks.items():
         for side in (left, right):
