@@ -264,15 +264,16 @@ impl BpeModel {
     /// `encode_word` of a word with a multi-byte character: the characters that may start as
     /// whole tokens do (see `bpe_chars`), so the merge path is chosen by the number of symbols.
     fn encode_from_chars(&self, starts: &CharStarts, word: &[u8], out: &mut Vec<u32>) {
-        if word.len() <= SHORT_WORD {
-            let mut buf = [0u32; SHORT_WORD];
-            let n = starts.symbols(word, &mut buf);
-            self.merge_symbols(&buf[..n], out);
+        let mut stack = [0u32; SHORT_WORD];
+        let mut heap = Vec::new();
+        let buf: &mut [u32] = if word.len() <= SHORT_WORD {
+            &mut stack
         } else {
-            let mut buf = vec![0u32; word.len()];
-            let n = starts.symbols(word, &mut buf);
-            self.merge_symbols(&buf[..n], out);
-        }
+            heap.resize(word.len(), 0);
+            &mut heap
+        };
+        let n = starts.symbols(word, buf);
+        self.merge_symbols(&buf[..n], out);
     }
 
     /// Merge `symbols` (internal ids) by the path for their number and append the external ids.
@@ -308,15 +309,7 @@ impl BpeModel {
             }
         }
         let symbols: Vec<u32> = word.iter().filter_map(|&b| self.symbol_of(b)).collect();
-        let start = out.len();
-        if symbols.len() > 1 {
-            self.merge_long(&symbols, out);
-        } else {
-            out.extend_from_slice(&symbols);
-        }
-        for id in &mut out[start..] {
-            *id = self.external[*id as usize];
-        }
+        self.merge_symbols(&symbols, out);
     }
 
     /// BPE-dropout: `encode_word` where each eligible merge occurrence is dropped with
