@@ -543,6 +543,19 @@ impl Stage {
         self.split_listed(s, f)
     }
 
+    /// The scanner of an Isolated Split whose pattern leaves no gaps: then its pieces are
+    /// exactly the scanner's matches, none of them empty.
+    fn gapless_scanner(&self) -> Option<&Scanner> {
+        match self {
+            Stage::Split {
+                pattern: Pattern::Scanned(scanner),
+                behavior: Behavior::Isolated,
+                ..
+            } if scanner.leaves_no_gaps() => Some(scanner),
+            _ => None,
+        }
+    }
+
     fn split_listed<F>(&self, s: &str, f: &mut F) -> Result<(), Error>
     where
         F: FnMut(usize, usize) -> Result<(), Error> + ?Sized,
@@ -733,6 +746,15 @@ impl ByteLevelPreTokenizer {
             // calls per piece. The same pieces as `run_stages`, which skips empty ones too.
             [stage] if !self.byte_level.add_prefix_space && !self.byte_level.use_regex => {
                 let bytes = text.as_bytes();
+                if let Some(scanner) = stage.gapless_scanner() {
+                    // The common families' shape: no gap or error to pass on per piece.
+                    let done = scanner.for_each_match(text, |a, b| {
+                        f(bytes, a, b);
+                        Ok::<(), std::convert::Infallible>(())
+                    });
+                    let Ok(()) = done;
+                    return Ok(());
+                }
                 stage.split_each(text, &mut |a, b| {
                     if a < b {
                         f(bytes, a, b);

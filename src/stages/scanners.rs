@@ -295,6 +295,16 @@ impl Scanner {
         self.name
     }
 
+    /// Whether every character of every text lies in a match (GPT-2, Llama-3, Qwen2, cl100k and
+    /// o200k end in `\s+`, and their alternatives cover every class), so the matches alone are
+    /// the pieces.
+    pub fn leaves_no_gaps(&self) -> bool {
+        matches!(
+            self.family,
+            Family::Gpt2 | Family::Tiktoken { .. } | Family::O200k
+        )
+    }
+
     /// Call `f(start, end)` for each match of the pattern in `s`, in order, as Oniguruma's
     /// iteration finds them (no pattern here matches the empty string).
     pub fn for_each_match<E>(
@@ -650,6 +660,38 @@ mod tests {
         assert_eq!(pieces(O200K, " \u{301}x"), [" \u{301}x"]);
         assert_eq!(pieces(O200K, "\u{301} "), ["\u{301}", " "]);
         assert_eq!(pieces(O200K, "12345"), ["123", "45"]);
+    }
+
+    #[test]
+    fn a_scanner_without_gaps_tiles_every_text() {
+        // `leaves_no_gaps` lets the pre-tokenizer hand the matches over as the pieces: they must
+        // run end to start over the whole text, whatever it holds.
+        let mut texts: Vec<String> = crate::stages::blocks::mixed_texts(500).collect();
+        texts.extend(
+            [
+                "\u{0}\u{1f}\u{7f}\u{85}\u{a0}\u{2028}\u{3000}x",
+                "\u{301}a\u{301}1\u{301}",
+            ]
+            .map(String::from),
+        );
+        for pattern in [GPT2, R50K, LLAMA3, QWEN2, CL100K, CL100K_TIKTOKEN, O200K] {
+            let scanner = Scanner::recognise(pattern).unwrap();
+            assert!(scanner.leaves_no_gaps(), "{}", scanner.name());
+            for text in &texts {
+                let mut at = 0;
+                scanner
+                    .for_each_match(text, |a, b| -> Result<(), ()> {
+                        assert_eq!((a, a < b), (at, true), "{}: {text:?}", scanner.name());
+                        at = b;
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(at, text.len(), "{}: {text:?}", scanner.name());
+            }
+        }
+        for pattern in [DIGIT_GROUPS, DEEPSEEK_CJK, DEEPSEEK_WORDS] {
+            assert!(!Scanner::recognise(pattern).unwrap().leaves_no_gaps());
+        }
     }
 
     #[test]
