@@ -1,0 +1,97 @@
+"""Two builds of tinyllm against each other, in time: which one encodes faster, and by how much.
+
+    python benches/bench_builds.py --tokenizer llama3 --corpus en --stage again /tmp/old /tmp/new
+
+Each argument after the options is a directory holding a `tinyllm` package (a copy of
+`python/tinyllm` with the `_core` built at one commit); the first is the baseline. The builds take
+turns, each in a fresh process with that directory first on `PYTHONPATH`, for `--rounds` rounds.
+In a process the tokenizer warms its cache on the first half of the documents (`unseen`) or on
+both halves (`again`) and then times the second half; this is repeated `--passes` times, the
+cache cleared before each (`BpeEngine.clear_cache`), and the process reports its fastest pass.
+A round's ratio is the baseline's time over the build's, so above 1 is faster; the median over
+the rounds is the figure (these machines have slow phases that last minutes, so a build's time is
+only compared with the baseline's in the same round). Single thread. Ids are not compared here:
+`bench_encode.py` and the tests do that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def child(name: str, corpus: str, stage: str, docs: int, passes: int) -> float:
+    """The fastest of `passes` timed passes, in seconds (run inside a build's process)."""
+    sys.path.insert(0, str(HERE))
+    from bench_encode import documents, tokenizer_json
+    from tinyllm.tok import load
+
+    tok = load(tokenizer_json(name))
+    engine = tok.fast_engine()[0]
+    texts = documents(corpus)[:docs]
+    warm, timed = texts[: len(texts) // 2], texts[len(texts) // 2:]
+    best = float("inf")
+    for _ in range(passes):
+        engine.clear_cache()
+        for d in warm + (timed if stage == "again" else []):
+            tok.encode(d)
+        start = time.perf_counter()
+        for d in timed:
+            tok.encode(d)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("builds", nargs="*", help="directories holding a tinyllm package; the first is the baseline")
+    ap.add_argument("--tokenizer", default="gpt2")
+    ap.add_argument("--corpus", default="en", choices=("en", "code", "multi"))
+    ap.add_argument("--stage", default="again", choices=("unseen", "again"))
+    ap.add_argument("--docs", type=int, default=4000, help="documents of the corpus (half timed)")
+    ap.add_argument("--passes", type=int, default=12)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(child(args.tokenizer, args.corpus, args.stage, args.docs, args.passes))
+        return 0
+    if len(args.builds) < 2:
+        ap.error("give at least two build directories")
+    for build in args.builds:
+        if not (Path(build) / "tinyllm").is_dir():
+            ap.error(f"builds: {build!r} holds no tinyllm package")
+    from bench_encode import prepare
+
+    prepare([args.tokenizer])
+    times: dict[str, list[float]] = {b: [] for b in args.builds}
+    cmd = [sys.executable, __file__, "--child", "--tokenizer", args.tokenizer, "--corpus", args.corpus,
+           "--stage", args.stage, "--docs", str(args.docs), "--passes", str(args.passes)]
+    for _ in range(args.rounds):
+        for build in args.builds:
+            env = dict(os.environ, PYTHONPATH=build, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+            run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=HERE.parent)
+            if run.returncode != 0:
+                raise RuntimeError(f"{build}: the timed process failed:\n{run.stderr[-2000:]}")
+            times[build].append(float(run.stdout.split()[-1]))
+    base = args.builds[0]
+    print(f"{args.tokenizer}, {args.corpus}, {args.stage}: {args.rounds} rounds, fastest of {args.passes} "
+          "passes in each; speed = baseline time / build time")
+    print("| build | median ms | speed vs baseline: median | min | max |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for build in args.builds:
+        ratios = [b / t for b, t in zip(times[base], times[build])]
+        print(f"| {build} | {1000 * statistics.median(times[build]):.1f} | {statistics.median(ratios):.3f} | "
+              f"{min(ratios):.3f} | {max(ratios):.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
