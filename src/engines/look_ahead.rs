@@ -3,7 +3,7 @@
 
 use crate::engines::word_cache::{Key, WordCache, MAX_KEY};
 
-/// How many pieces the cache lookups run ahead of the encoding.
+/// How many pieces are gathered before they are looked up together.
 const AHEAD: usize = 16;
 
 /// A piece's key is computed and its cache line prefetched when the piece arrives; the pieces are
