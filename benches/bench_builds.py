@@ -30,13 +30,13 @@ HERE = Path(__file__).resolve().parent
 def child(name: str, corpus: str, stage: str, docs: int, passes: int) -> float:
     """The fastest of `passes` timed passes, in seconds (run inside a build's process)."""
     sys.path.insert(0, str(HERE))
-    from bench_encode import documents, tokenizer_json
+    from bench_encode import tokenizer_json
+    from bench_instructions import halves
     from tinyllm.tok import load
 
     tok = load(tokenizer_json(name))
     engine = tok.fast_engine()[0]
-    texts = documents(corpus)[:docs]
-    warm, timed = texts[: len(texts) // 2], texts[len(texts) // 2:]
+    warm, timed = halves(corpus, docs)
     best = float("inf")
     for _ in range(passes):
         engine.clear_cache()

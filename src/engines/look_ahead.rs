@@ -53,6 +53,7 @@ impl<'a, F: FnMut(&[u8], &mut Vec<u32>)> Ahead<'a, F> {
             return;
         };
         self.cache.prefetch(&key);
+        // `len < AHEAD` here (a full queue is emptied at once); the `%` spares the bounds check.
         self.queue[self.len % AHEAD] = key;
         self.len += 1;
         if self.len == AHEAD {
