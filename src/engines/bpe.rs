@@ -89,9 +89,7 @@ impl BpeEngine {
         self.normalized(text, |text| {
             let model = &self.model;
             let mut ahead = Ahead::new(&mut cache, out, |piece, out| model.encode_word(piece, out));
-            let result = self
-                .pre
-                .for_each_span(text, &mut |buf, start, end| ahead.push(buf, start, end));
+            let result = self.pre.for_each_span(text, &mut ahead);
             ahead.finish();
             result
         })

@@ -2,6 +2,7 @@
 //! shared by both engines.
 
 use crate::engines::word_cache::{Key, WordCache, MAX_KEY};
+use crate::stages::pre_tokenizers::SpanSink;
 
 /// How many pieces are gathered before they are looked up together.
 const AHEAD: usize = 16;
@@ -42,16 +43,22 @@ impl<'a, F: FnMut(&[u8], &mut Vec<u32>)> Ahead<'a, F> {
 
     /// Queue the piece `buf[start..end]` (the whole buffer is passed so that its key can be
     /// read without a branch on the piece's length, see [`Key::at`]).
+    ///
+    /// Small, so that it is inlined into a scanner's loop ([`SpanSink`]): the pieces near the
+    /// buffer's end or too long for a key go out of line, to [`Ahead::push_rare`], and the key
+    /// is built in one place, so it is not copied from one stack slot to another on its way to
+    /// the queue.
     #[inline(always)]
     pub fn push(&mut self, buf: &[u8], start: usize, end: usize) {
-        let Some(key) = Key::at(buf, start, end) else {
-            self.finish();
-            let piece = &buf[start..end];
-            let encode_word = &mut self.encode_word;
-            self.cache
-                .encode_long(piece, self.out, |out| encode_word(piece, out));
-            return;
-        };
+        let n = end - start;
+        match buf.get(start..start + MAX_KEY) {
+            Some(window) if n <= MAX_KEY => self.queue(Key::in_window(window, n)),
+            _ => self.push_rare(buf, start, end),
+        }
+    }
+
+    #[inline(always)]
+    fn queue(&mut self, key: Key) {
         self.cache.prefetch(&key);
         // `len < AHEAD` here (a full queue is emptied at once); the `%` spares the bounds check.
         self.queue[self.len % AHEAD] = key;
@@ -59,6 +66,20 @@ impl<'a, F: FnMut(&[u8], &mut Vec<u32>)> Ahead<'a, F> {
         if self.len == AHEAD {
             self.finish();
         }
+    }
+
+    /// [`Ahead::push`] of a piece too long for a key (encoded at once, after the queued ones)
+    /// or too near the end of its buffer to read a whole window.
+    #[inline(never)]
+    fn push_rare(&mut self, buf: &[u8], start: usize, end: usize) {
+        if let Some(key) = Key::at(buf, start, end) {
+            return self.queue(key);
+        }
+        self.finish();
+        let piece = &buf[start..end];
+        let encode_word = &mut self.encode_word;
+        self.cache
+            .encode_long(piece, self.out, |out| encode_word(piece, out));
     }
 
     /// Encode every queued piece.
@@ -87,6 +108,14 @@ fn miss(
     let start = out.len();
     encode_word(&buf[..n], out);
     cache.insert(key, &out[start..]);
+}
+
+impl<F: FnMut(&[u8], &mut Vec<u32>)> SpanSink for Ahead<'_, F> {
+    /// [`Ahead::push`], inlined into the scanner's loop.
+    #[inline(always)]
+    fn span(&mut self, buf: &[u8], start: usize, end: usize) {
+        self.push(buf, start, end)
+    }
 }
 
 #[cfg(test)]

@@ -200,15 +200,23 @@ impl Key {
         if n > MAX_KEY {
             return None;
         }
-        let Some(window) = buf.get(start..start + MAX_KEY) else {
-            return Key::of(&buf[start..end]);
-        };
+        match buf.get(start..start + MAX_KEY) {
+            Some(window) => Some(Key::in_window(window, n)),
+            None => Key::of(&buf[start..end]),
+        }
+    }
+
+    /// The key of the piece of the first `n` bytes of `window` (`n <= MAX_KEY`, and the window
+    /// at least [`MAX_KEY`] bytes long): four whole words read and the bytes past the piece
+    /// masked off, [`Key::at`]'s way without its checks.
+    #[inline(always)]
+    pub fn in_window(window: &[u8], n: usize) -> Key {
         let mask = &KEY_MASKS[n];
         let mut words = [0u64; 4];
         for (k, word) in words.iter_mut().enumerate() {
             *word = u64::from_le_bytes(window[8 * k..8 * k + 8].try_into().unwrap()) & mask[k];
         }
-        Some(Key::from_words(words, n))
+        Key::from_words(words, n)
     }
 
     #[inline(always)]

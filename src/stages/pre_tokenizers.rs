@@ -12,11 +12,13 @@
 //! before it (depth first, so no list of pieces is built between stages that stream); a ByteLevel
 //! stage must come last and hands the final pieces to the model as bytes.
 
+use std::convert::Infallible;
+
 use fancy_regex::Regex;
 use serde_json::Value;
 
 use crate::spec::Spec;
-use crate::stages::blocks;
+use crate::stages::blocks::{self, PieceSink};
 use crate::stages::char_splits::{behavior_field, CharSplit};
 use crate::stages::scanners::Scanner;
 use crate::text::ascii_runs;
@@ -183,16 +185,53 @@ pub fn gpt2_piece_end_general(s: &str, i: usize) -> usize {
 /// Call `f(start, end)` for each GPT-2 piece of `s`, in order: 64 bytes at a time where the text
 /// is plain ASCII ([`blocks::gpt2`]), one piece at a time elsewhere.
 pub fn gpt2_split(s: &str, mut f: impl FnMut(usize, usize)) {
-    let done: Result<(), std::convert::Infallible> = blocks::for_each_piece(
+    gpt2_split_into(s, |a, b| {
+        f(a, b);
+        Ok(())
+    });
+}
+
+/// [`gpt2_split`] into a [`PieceSink`] that never fails.
+#[inline(always)]
+fn gpt2_split_into(s: &str, f: impl PieceSink<Infallible>) {
+    let done = blocks::for_each_piece(
         s.as_bytes(),
         blocks::gpt2::block_starts,
         |i| gpt2_piece_end(s, i),
-        |a, b| {
-            f(a, b);
-            Ok(())
-        },
+        f,
     );
     let Ok(()) = done;
+}
+
+/// Where a pre-tokenizer's final pieces go: `span(buf, start, end)` for each piece
+/// `buf[start..end]`, in order (see [`ByteLevelPreTokenizer::for_each_span`]). Every closure
+/// `FnMut(&[u8], usize, usize)` is one; a type of its own with an `#[inline(always)]` `span`
+/// has it placed in the scanner's loop (see [`PieceSink`]).
+pub trait SpanSink {
+    fn span(&mut self, buf: &[u8], start: usize, end: usize);
+}
+
+impl<F: FnMut(&[u8], usize, usize) + ?Sized> SpanSink for F {
+    #[inline(always)]
+    fn span(&mut self, buf: &[u8], start: usize, end: usize) {
+        self(buf, start, end)
+    }
+}
+
+/// A scanner's pieces of `buf[at..]` handed on to a [`SpanSink`] as spans of `buf`, with nothing
+/// between them that could keep the sink's `span` out of the scanner's loop.
+struct InBuf<'a, S: ?Sized> {
+    buf: &'a [u8],
+    at: usize,
+    sink: &'a mut S,
+}
+
+impl<S: SpanSink + ?Sized> PieceSink<Infallible> for InBuf<'_, S> {
+    #[inline(always)]
+    fn piece(&mut self, start: usize, end: usize) -> Result<(), Infallible> {
+        self.sink.span(self.buf, self.at + start, self.at + end);
+        Ok(())
+    }
 }
 
 /// Hugging Face's SplitDelimiterBehavior.
@@ -543,15 +582,21 @@ impl Stage {
         self.split_listed(s, f)
     }
 
-    /// The scanner of an Isolated Split whose pattern leaves no gaps: then its pieces are
-    /// exactly the scanner's matches, none of them empty.
+    /// The scanner of a Split that keeps its matches (Isolated, or Removed and inverted: the
+    /// o200k file's way) and whose pattern leaves no gaps: then its pieces are exactly the
+    /// scanner's matches, none of them empty.
     fn gapless_scanner(&self) -> Option<&Scanner> {
         match self {
             Stage::Split {
                 pattern: Pattern::Scanned(scanner),
-                behavior: Behavior::Isolated,
-                ..
-            } if scanner.leaves_no_gaps() => Some(scanner),
+                behavior,
+                invert,
+            } if scanner.leaves_no_gaps()
+                && (*behavior == Behavior::Isolated
+                    || *behavior == Behavior::Removed && *invert) =>
+            {
+                Some(scanner)
+            }
             _ => None,
         }
     }
@@ -575,18 +620,20 @@ impl Stage {
     }
 }
 
-/// Run `stages` on `text` depth first: each piece of the first stage goes through the others
-/// before the next piece is cut, and `f` gets the final pieces in order.
+/// Run `stages` on `text[start..end]` depth first: each piece of the first stage goes through
+/// the others before the next piece is cut, and `f` gets the final pieces in order, as spans of
+/// `text`.
 fn run_stages(
     stages: &[Stage],
     text: &str,
-    f: &mut dyn FnMut(&str) -> Result<(), Error>,
+    (start, end): (usize, usize),
+    f: &mut dyn FnMut(usize, usize) -> Result<(), Error>,
 ) -> Result<(), Error> {
     match stages.split_first() {
-        None => f(text),
-        Some((first, rest)) => {
-            first.split_each(text, &mut |a, b| run_stages(rest, &text[a..b], &mut *f))
-        }
+        None => f(start, end),
+        Some((first, rest)) => first.split_each(&text[start..end], &mut |a, b| {
+            run_stages(rest, text, (start + a, start + b), &mut *f)
+        }),
     }
 }
 
@@ -728,46 +775,46 @@ impl ByteLevelPreTokenizer {
     where
         F: FnMut(&[u8]) + ?Sized,
     {
-        self.for_each_span(text, &mut |buf, start, end| f(&buf[start..end]))
+        self.for_each_span(text, &mut |buf: &[u8], start: usize, end: usize| {
+            f(&buf[start..end])
+        })
     }
 
     /// Call `f(buf, start, end)` for each final piece `buf[start..end]` of `text`, in order.
-    /// `buf` is the text the piece was cut from (`text`, or a stage's piece of it), so a caller
-    /// may read past the piece's end without a copy, as [`crate::engines::word_cache::Key::at`]
-    /// does.
+    /// `buf` is `text` itself (or, when ByteLevel adds a prefix space, a copy of a piece with
+    /// it), so a caller may read past the piece's end without a copy, as
+    /// [`crate::engines::word_cache::Key::at`] does.
     pub fn for_each_span<F>(&self, text: &str, f: &mut F) -> Result<(), Error>
     where
-        F: FnMut(&[u8], usize, usize) + ?Sized,
+        F: SpanSink + ?Sized,
     {
-        match self.stages.as_slice() {
-            [] => self.byte_level_piece(text, f),
-            // One stage before a ByteLevel that changes nothing (the families' usual shape, a
-            // scanned Split): its pieces go to the model as they are, without the stage chain's
-            // calls per piece. The same pieces as `run_stages`, which skips empty ones too.
-            [stage] if !self.byte_level.add_prefix_space && !self.byte_level.use_regex => {
-                let bytes = text.as_bytes();
-                if let Some(scanner) = stage.gapless_scanner() {
-                    // The common families' shape: no gap or error to pass on per piece.
-                    let done = scanner.for_each_match(text, |a, b| {
-                        f(bytes, a, b);
-                        Ok::<(), std::convert::Infallible>(())
-                    });
-                    let Ok(()) = done;
-                    return Ok(());
-                }
-                stage.split_each(text, &mut |a, b| {
-                    if a < b {
-                        f(bytes, a, b);
-                    }
-                    Ok(())
-                })?
-            }
-            stages => run_stages(stages, text, &mut |piece| {
-                self.byte_level_piece(piece, f);
-                Ok(())
-            })?,
+        // One scanned Split whose pattern leaves no gaps before a ByteLevel that changes nothing
+        // (the families' usual shape): its matches go to the model as they are, without the
+        // stage chain's gap test and error passing per piece.
+        if let Some(scanner) = self.gapless_scanner() {
+            let to = InBuf {
+                buf: text.as_bytes(),
+                at: 0,
+                sink: f,
+            };
+            let Ok(()) = scanner.for_each_match(text, to);
+            return Ok(());
         }
-        Ok(())
+        run_stages(&self.stages, text, (0, text.len()), &mut |a, b| {
+            self.byte_level_piece(text, (a, b), f);
+            Ok(())
+        })
+    }
+
+    /// The scanner of the one stage when it is a gapless scanned Split and ByteLevel changes
+    /// nothing after it.
+    fn gapless_scanner(&self) -> Option<&Scanner> {
+        match self.stages.as_slice() {
+            [stage] if !self.byte_level.add_prefix_space && !self.byte_level.use_regex => {
+                stage.gapless_scanner()
+            }
+            _ => None,
+        }
     }
 
     /// How each stage before ByteLevel runs, in order: `digits`, `chars`, and for a Split
@@ -776,22 +823,41 @@ impl ByteLevelPreTokenizer {
         self.stages.iter().map(Stage::route).collect()
     }
 
-    fn byte_level_piece<F: FnMut(&[u8], usize, usize) + ?Sized>(&self, piece: &str, f: &mut F) {
-        if piece.is_empty() {
+    /// ByteLevel's pieces of the piece `text[start..end]` (none when it is empty).
+    fn byte_level_piece<F: SpanSink + ?Sized>(
+        &self,
+        text: &str,
+        (start, end): (usize, usize),
+        f: &mut F,
+    ) {
+        if start == end {
             return;
         }
-        let owned;
-        let piece = if self.byte_level.add_prefix_space && !piece.starts_with(' ') {
-            owned = format!(" {piece}");
-            owned.as_str()
-        } else {
-            piece
-        };
-        let bytes = piece.as_bytes();
+        let piece = &text[start..end];
+        if self.byte_level.add_prefix_space && !piece.starts_with(' ') {
+            let owned = format!(" {piece}");
+            return self.byte_level_split(&owned, (0, owned.len()), f);
+        }
+        self.byte_level_split(text, (start, end), f)
+    }
+
+    /// [`Self::byte_level_piece`] once any prefix space is in place.
+    fn byte_level_split<F: SpanSink + ?Sized>(
+        &self,
+        text: &str,
+        (start, end): (usize, usize),
+        f: &mut F,
+    ) {
+        let buf = text.as_bytes();
         if self.byte_level.use_regex {
-            gpt2_split(piece, |s, e| f(bytes, s, e));
+            let to = InBuf {
+                buf,
+                at: start,
+                sink: f,
+            };
+            gpt2_split_into(&text[start..end], to);
         } else {
-            f(bytes, 0, bytes.len());
+            f.span(buf, start, end);
         }
     }
 }
@@ -1083,8 +1149,14 @@ mod tests {
             r"\p{N}{1,3}",
             "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
         ] {
-            for invert in [false, true] {
-                stages.push((true, json!({"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": invert})));
+            // Isolated, and Removed inverted (o200k's file), keep every match.
+            for (behavior, invert) in [
+                ("Isolated", false),
+                ("Isolated", true),
+                ("Removed", true),
+                ("Removed", false),
+            ] {
+                stages.push((true, json!({"type": "Split", "pattern": {"Regex": re}, "behavior": behavior, "invert": invert})));
             }
         }
         for behavior in [

@@ -32,7 +32,7 @@
 //! assert_eq!(pieces, ["I", "'LL", " pay", " ", "123", "45", " ", " now", "\n\n"]);
 //! ```
 
-use crate::stages::blocks;
+use crate::stages::blocks::{self, PieceSink};
 use crate::stages::scan_classes::{
     classes, Classes, LETTER, LOWERISH, MARK, NUMBER, PUNCT_SYMBOL, SPACE, UPPERISH,
 };
@@ -307,11 +307,7 @@ impl Scanner {
 
     /// Call `f(start, end)` for each match of the pattern in `s`, in order, as Oniguruma's
     /// iteration finds them (no pattern here matches the empty string).
-    pub fn for_each_match<E>(
-        &self,
-        s: &str,
-        mut f: impl FnMut(usize, usize) -> Result<(), E>,
-    ) -> Result<(), E> {
+    pub fn for_each_match<E>(&self, s: &str, mut f: impl PieceSink<E>) -> Result<(), E> {
         let text = Text {
             s: s.as_bytes(),
             t: classes(),
@@ -341,7 +337,7 @@ impl Scanner {
         while i < s.len() {
             match self.match_at(&text, i) {
                 Some(end) => {
-                    f(i, end)?;
+                    f.piece(i, end)?;
                     i = end;
                 }
                 None => i = self.next_candidate(&text, i),
