@@ -17,8 +17,8 @@ const AHEAD: usize = 16;
 ///
 /// A batch, not a ring of the last [`AHEAD`] pieces in flight: the same wait hidden without the
 /// ring's index arithmetic and key copies on every piece (8% of the instructions of English
-/// encoded again, `benches/bench_instructions.py`). Gathering spans of the text instead of keys,
-/// so that `push` is small enough to be inlined into the scanner, measured 6% more.
+/// encoded again, `benches/bench_instructions.py`). Gathering spans of the text instead of keys
+/// measured 6% more; `push` is inlined into the scanner's loop instead, as a [`SpanSink`].
 ///
 /// Pushing the pieces `a`, `b`, `c` and then calling [`Ahead::finish`] appends exactly what
 /// `cache.encode` of `a`, then `b`, then `c` would.
@@ -45,7 +45,7 @@ impl<'a, F: FnMut(&[u8], &mut Vec<u32>)> Ahead<'a, F> {
     /// read without a branch on the piece's length, see [`Key::at`]).
     ///
     /// Small, so that it is inlined into a scanner's loop ([`SpanSink`]): the pieces near the
-    /// buffer's end or too long for a key go out of line, to [`Ahead::push_rare`], and the key
+    /// buffer's end or too long for a key go out of line, to `push_rare`, and the key
     /// is built in one place, so it is not copied from one stack slot to another on its way to
     /// the queue.
     #[inline(always)]
