@@ -31,6 +31,7 @@ const SHORT_WORD: usize = 64;
 /// answers (2 MiB): three quarters of the pair questions of first-seen English pieces.
 const GRID_BITS: u32 = 9;
 const GRID: u32 = 1 << GRID_BITS;
+const GRID_CELLS: usize = 1 << (2 * GRID_BITS);
 /// The linked list's keys are `rank << POS_BITS | position` (positions below SHORT_WORD).
 const POS_BITS: u32 = 6;
 const _: () = assert!(SHORT_WORD <= 1 << POS_BITS && SHORT_WORD % 8 == 0);
@@ -66,8 +67,9 @@ pub struct BpeModel {
     /// without a merge, and hashbrown rejects those from its small control bytes without
     /// touching the (cold) slots.
     merges: FxHashMap<u64, u64>,
-    /// grid[l << GRID_BITS | r] = rank << 32 | merged for two ids below GRID, or ABSENT.
-    grid: Vec<u64>,
+    /// grid[l << GRID_BITS | r] = rank << 32 | merged for two ids below GRID, or ABSENT. An
+    /// array, not a Vec, so that an index of two ids below GRID needs no bounds check.
+    grid: Box<[u64; GRID_CELLS]>,
     /// Whether byte `b` has a token (its internal id is then `b`).
     has_byte: [bool; 256],
     /// Every byte has a token: a word's symbols are its bytes.
@@ -78,8 +80,8 @@ pub struct BpeModel {
     whole_words: Option<FxHashMap<Box<[u8]>, u32>>,
     /// Internal id of the unk token.
     unk: Option<u32>,
-    /// Every rank fits the linked list's keys (below `1 << (32 - POS_BITS)`); else the words it
-    /// would take go to the heap.
+    /// Every rank fits the linked list's keys (below `(1 << (31 - POS_BITS)) - 1`, so that no key
+    /// is NO_KEY); else the words it would take go to the heap.
     short_ranks: bool,
     /// The characters a word may start from as whole tokens, built on the first word that has
     /// one (a text of ASCII alone never pays for it). None without all 256 byte tokens.
@@ -119,10 +121,13 @@ impl BpeModel {
                 (external.len() - 1) as u32
             })
         };
-        let short_ranks = merges.iter().all(|m| m.2 < 1 << (32 - POS_BITS));
+        let short_ranks = merges.iter().all(|m| m.2 < (1 << (31 - POS_BITS)) - 1);
         let mut table = FxHashMap::default();
         table.reserve(merges.len());
-        let mut grid = vec![ABSENT; 1 << (2 * GRID_BITS)];
+        let mut grid: Box<[u64; GRID_CELLS]> = vec![ABSENT; GRID_CELLS]
+            .into_boxed_slice()
+            .try_into()
+            .expect("a boxed slice of GRID_CELLS entries");
         for &(l, r, rank, merged) in merges {
             let (l, r, m) = (intern(l), intern(r), intern(merged));
             let answer = ((rank as u64) << 32) | m as u64;
@@ -412,7 +417,7 @@ impl BpeModel {
     /// over whole strides cost more than a few shifts; examples/merge_costs.)
     #[inline(always)] // one call per short word: 0.3% more instructions on unseen English
     fn merge_scan<const N: usize>(&self, symbols: &mut [u32; N], mut n: usize, out: &mut Vec<u32>) {
-        debug_assert!(n >= 2);
+        assert!((2..=N).contains(&n));
         let mut pairs = [ABSENT; N];
         for k in 0..n - 1 {
             pairs[k] = self.pair(symbols[k], symbols[k + 1]);
@@ -431,10 +436,12 @@ impl BpeModel {
             }
             symbols[at] = best as u32;
             for k in at + 1..n - 1 {
-                symbols[k] = symbols[k + 1];
+                // SAFETY: k + 1 < n <= N.
+                unsafe { *symbols.get_unchecked_mut(k) = *symbols.get_unchecked(k + 1) };
             }
             for k in at..n - 2 {
-                pairs[k] = pairs[k + 1];
+                // SAFETY: k + 1 < n - 1 < N.
+                unsafe { *pairs.get_unchecked_mut(k) = *pairs.get_unchecked(k + 1) };
             }
             n -= 1;
             if at > 0 {
@@ -453,7 +460,7 @@ impl BpeModel {
     /// No allocation, no shifting, no branch on which pair is lowest.
     ///
     /// The live symbols form a linked list over their first positions. `keys[k]` is
-    /// `rank << POS_BITS | k` for the pair starting at live position k (u32::MAX without a merge,
+    /// `rank << POS_BITS | k` for the pair starting at live position k (NO_KEY without a merge,
     /// or once k is gone), so the smallest key is the lowest rank and, among equal ranks, the
     /// leftmost pair: one minimum over the whole array, in fixed strides of 8 that compile to
     /// vector instructions, picks the next merge. After a merge, the two pairs around the new
@@ -466,13 +473,13 @@ impl BpeModel {
         debug_assert!(n >= 2);
         let mut next = [0u8; N];
         let mut prev = [0u8; N];
-        let mut keys = [u32::MAX; N];
+        let mut keys = [NO_KEY; N];
         let mut made = [0u32; N];
         for k in 0..n {
             next[k] = (k + 1) as u8;
             prev[k] = (k as u8).wrapping_sub(1); // 255 before the first: out of range
         }
-        let key = |answer: u64, k: usize| ((answer >> 32) as u32) << POS_BITS | k as u32;
+        let key = |answer: u64, k: usize| (((answer >> 32) as u32) << POS_BITS | k as u32) as i32;
         for k in 0..n - 1 {
             let answer = self.pair(ids[k], ids[k + 1]);
             if answer != ABSENT {
@@ -480,15 +487,15 @@ impl BpeModel {
             }
         }
         let mut best = lowest_key(&keys, n - 1);
-        while best != u32::MAX {
+        while best != NO_KEY {
             let at = (best & ((1 << POS_BITS) - 1)) as usize;
             ids[at] = made[at];
             let gone = next[at] as usize;
             let right = next[gone] as usize;
             let left = prev[at] as usize;
             next[at] = right as u8;
-            keys[gone] = u32::MAX;
-            keys[at] = u32::MAX;
+            keys[gone] = NO_KEY;
+            keys[at] = NO_KEY;
             let right_answer = if right < n {
                 prev[right] = at as u8;
                 self.pair(ids[at], ids[right])
@@ -496,7 +503,7 @@ impl BpeModel {
                 ABSENT
             };
             let left_answer = if left < n {
-                keys[left] = u32::MAX;
+                keys[left] = NO_KEY;
                 self.pair(ids[left], ids[at])
             } else {
                 ABSENT
@@ -510,7 +517,7 @@ impl BpeModel {
             }
             best = others
                 .min(keys[at])
-                .min(if left < n { keys[left] } else { u32::MAX });
+                .min(if left < n { keys[left] } else { NO_KEY });
         }
         let mut k = 0;
         while k < n {
@@ -590,18 +597,23 @@ impl BpeModel {
     }
 }
 
-/// The smallest of `keys[..len]`, read in whole strides of 8 (the keys past `len` are u32::MAX):
+/// A linked-list key for no pair: above every `rank << POS_BITS | position` of a short rank.
+const NO_KEY: i32 = i32::MAX;
+
+/// The smallest of `keys[..len]`, read in whole strides of 8 (the keys past `len` are NO_KEY):
 /// a fixed shape the compiler turns into vector minimums, where a scalar `if key < best` would be
-/// mispredicted on nearly every merge.
+/// mispredicted on nearly every merge. The keys are signed (and never negative): baseline x86-64
+/// vectors compare signed 32-bit lanes in one instruction and unsigned ones not at all, so an
+/// unsigned minimum took three more instructions per four lanes.
 #[inline(always)]
-fn lowest_key<const N: usize>(keys: &[u32; N], len: usize) -> u32 {
-    let mut lanes = [u32::MAX; 8];
+fn lowest_key<const N: usize>(keys: &[i32; N], len: usize) -> i32 {
+    let mut lanes = [NO_KEY; 8];
     for chunk in keys[..(len + 7) & !7].chunks_exact(8) {
         for (lane, &k) in lanes.iter_mut().zip(chunk) {
             *lane = (*lane).min(k);
         }
     }
-    lanes.into_iter().fold(u32::MAX, u32::min)
+    lanes.into_iter().fold(NO_KEY, i32::min)
 }
 
 #[cfg(test)]

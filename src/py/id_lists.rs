@@ -136,6 +136,11 @@ impl IdLists {
             }
             let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
             let ints = self.ints(py);
+            // The new list's slots, written in place as `PyList_SET_ITEM` does, through a
+            // pointer read once: the compiler cannot tell that the reference counts written in
+            // between leave the list's fields alone, and read it again for every id.
+            #[cfg(not(feature = "abi3"))]
+            let slots = (*(list.as_ptr() as *mut ffi::PyListObject)).ob_item;
             for (c, chunk) in ids.chunks(PREFETCHED).enumerate() {
                 // The ints are spread over a few MB. Asking for a whole chunk's first lets their
                 // cache misses overlap, where a fixed distance ahead left most of them in line
@@ -146,14 +151,14 @@ impl IdLists {
                     }
                 }
                 for (j, &id) in chunk.iter().enumerate() {
-                    let k = (c * PREFETCHED + j) as ffi::Py_ssize_t;
+                    let k = c * PREFETCHED + j;
                     let obj = self.int(py, ints, id);
                     // Cannot fail: the index is in range and the object is a list.
                     #[cfg(feature = "abi3")]
-                    ffi::PyList_SetItem(list.as_ptr(), k, obj);
+                    ffi::PyList_SetItem(list.as_ptr(), k as ffi::Py_ssize_t, obj);
                     // The slot is empty and in range: a plain store, no call.
                     #[cfg(not(feature = "abi3"))]
-                    ffi::PyList_SET_ITEM(list.as_ptr(), k, obj);
+                    slots.add(k).write(obj);
                 }
             }
             Ok(list)
