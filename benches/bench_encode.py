@@ -18,8 +18,9 @@ it). Single-thread numbers come from a child process with one thread (RAYON_NUM_
 batched numbers from one `encode_batch`-style call with all cores. Each figure is the median of
 --repeat runs; peers are measured in the same process, interleaved: single-thread runs take turns
 chunk by chunk (100 documents), so a slow phase of the machine falls on every library alike (see
-`paired_seconds`). Exactness is the share of documents (and of generated stress strings) whose
-ids equal Hugging Face's.
+`paired_seconds`). Each timed run encodes new `str` objects (`fresh`), so no library skips the
+UTF-8 conversion another one left in CPython's objects. Exactness is the share of documents (and
+of generated stress strings) whose ids equal Hugging Face's.
 
 Needs `pip install '.[bench]'`; peers that are missing or cannot load the file are listed as such.
 Without ../shared/data it says so and exits 0.
@@ -39,6 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# tests/support imports numpy, whose OpenBLAS starts a thread per core that spins for a while
+# after start-up: on two cores that took 7% of a timed run's samples (perf) from whichever
+# library was being timed. No benchmark here uses BLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/support is not shipped in the package
 from tests.support.documents import documents as group_lines  # noqa: E402
@@ -234,13 +239,25 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
                     errors[lib] = "no batch API"
                     continue
                 batch(warm)
+                texts = fresh(timed)
                 start = time.perf_counter()
-                batch(timed)
+                batch(texts)
                 seconds[lib] = time.perf_counter() - start
         for lib, s in seconds.items():
             results[lib].append(mb / s)
         del loaded
     return {"mbps": {k: statistics.median(v) for k, v in results.items() if v}, "errors": errors}
+
+
+def fresh(texts: list[str]) -> list[str]:
+    """New `str` objects equal to `texts`, made before a timer starts.
+
+    CPython keeps the UTF-8 of a non-ASCII `str` inside the object once something asks for it
+    (tiktoken, fastokens and Hugging Face do, through `PyUnicode_AsUTF8AndSize`), so a library
+    timed on objects another library has just encoded skips that conversion. Texts arrive in
+    new objects in real use (read from files or sockets), so every timed run gets its own.
+    """
+    return [t.encode("utf-8").decode("utf-8") for t in texts]
 
 
 def paired_seconds(encoders: dict, warm: list[str], timed: list[str]) -> dict[str, float]:
@@ -257,9 +274,9 @@ def paired_seconds(encoders: dict, warm: list[str], timed: list[str]) -> dict[st
     for k, at in enumerate(range(0, len(timed), CHUNK_DOCS)):
         chunk = timed[at:at + CHUNK_DOCS]
         for lib in names[k % len(names):] + names[:k % len(names)]:
-            encode = encoders[lib]
+            encode, texts = encoders[lib], fresh(chunk)
             start = time.perf_counter()
-            for d in chunk:
+            for d in texts:
                 encode(d)
             seconds[lib] += time.perf_counter() - start
     return seconds

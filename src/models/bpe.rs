@@ -76,6 +76,12 @@ pub struct BpeModel {
     all_bytes: bool,
     /// Internal id -> external id.
     external: Vec<u32>,
+    /// From this internal id on, the external id is the internal one plus `shift` (wrapping):
+    /// [`Self::ext`] answers those without reading `external`. A vocabulary numbered in merge
+    /// order (GPT-2, tiktoken's files) maps every merged token so; `external` is 0.8 MB for
+    /// o200k, and reading it was a cache miss per output id of first-seen CJK words.
+    shift_from: u32,
+    shift: u32,
     /// With ignore_merges: whole pre-tokens that are themselves vocabulary entries (external ids).
     whole_words: Option<FxHashMap<Box<[u8]>, u32>>,
     /// Internal id of the unk token.
@@ -141,6 +147,12 @@ impl BpeModel {
         if external.len() >= NONE as usize {
             return Err(Error::Invalid("more than 2^32 - 1 distinct ids".into()));
         }
+        let last = external.len() - 1;
+        let shift = external[last].wrapping_sub(last as u32);
+        let shift_from = (0..=last)
+            .rev()
+            .find(|&i| external[i] != (i as u32).wrapping_add(shift))
+            .map_or(0, |i| i + 1) as u32;
         let whole_words = whole_words.map(|w| {
             w.into_iter()
                 .map(|(k, v)| (k.into_boxed_slice(), v))
@@ -152,6 +164,8 @@ impl BpeModel {
             all_bytes: has_byte.iter().all(|&b| b),
             has_byte,
             external,
+            shift_from,
+            shift,
             whole_words,
             unk,
             short_ranks,
@@ -190,6 +204,16 @@ impl BpeModel {
                 Some((char::from_u32(cp)?, self.external[id as usize], xs, ys))
             })
             .collect()
+    }
+
+    /// The external id of internal id `i`.
+    #[inline(always)]
+    fn ext(&self, i: u32) -> u32 {
+        if i >= self.shift_from {
+            i.wrapping_add(self.shift)
+        } else {
+            self.external[i as usize]
+        }
     }
 
     /// `rank << 32 | merged` of the pair, or ABSENT.
@@ -258,7 +282,7 @@ impl BpeModel {
             n
         };
         if n < 2 {
-            out.extend(buf[..n].iter().map(|&i| self.external[i as usize]));
+            out.extend(buf[..n].iter().map(|&i| self.ext(i)));
         } else if N <= SCAN_WORD {
             self.merge_scan(&mut buf, n, out);
         } else {
@@ -290,7 +314,7 @@ impl BpeModel {
         }
         let n = symbols.len();
         match n {
-            0..=1 => out.extend(symbols.iter().map(|&i| self.external[i as usize])),
+            0..=1 => out.extend(symbols.iter().map(|&i| self.ext(i))),
             2..=8 => self.merge_scan(&mut sized::<8>(symbols), n, out),
             9..=SCAN_WORD => self.merge_scan(&mut sized::<SCAN_WORD>(symbols), n, out),
             17..=32 if self.short_ranks => self.merge_linked(&mut sized::<32>(symbols), n, out),
@@ -301,7 +325,7 @@ impl BpeModel {
                 let start = out.len();
                 self.merge_long(symbols, out);
                 for id in &mut out[start..] {
-                    *id = self.external[*id as usize];
+                    *id = self.ext(*id);
                 }
             }
         }
@@ -337,7 +361,7 @@ impl BpeModel {
         let mut symbols: Vec<u32> = word.iter().filter_map(|&b| self.symbol_of(b)).collect();
         let n = symbols.len();
         if n < 2 {
-            out.extend(symbols.iter().map(|&i| self.external[i as usize]));
+            out.extend(symbols.iter().map(|&i| self.ext(i)));
             return;
         }
         // next[i] / prev[i]: neighbours of live symbol i (n / usize::MAX at the ends);
@@ -392,7 +416,7 @@ impl BpeModel {
         }
         let mut at = 0;
         while at < n {
-            out.push(self.external[symbols[at] as usize]);
+            out.push(self.ext(symbols[at]));
             at = next[at];
         }
     }
@@ -454,7 +478,7 @@ impl BpeModel {
                 ABSENT
             };
         }
-        out.extend(symbols[..n].iter().map(|&i| self.external[i as usize]));
+        out.extend(symbols[..n].iter().map(|&i| self.ext(i)));
     }
 
     /// Merge `symbols[..n]` (2 <= n <= N, N a multiple of 8) and append the external ids to `out`.
@@ -522,7 +546,7 @@ impl BpeModel {
         }
         let mut k = 0;
         while k < n {
-            out.push(self.external[ids[k] as usize]);
+            out.push(self.ext(ids[k]));
             k = next[k] as usize;
         }
     }
@@ -634,6 +658,35 @@ mod tests {
             None,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn shifted_ids_are_answered_as_the_table_answers_them() {
+        // Bytes numbered 0-255 and merged tokens in merge order from `base` (a vocabulary in
+        // merge order, shifted by its special tokens), with one out of order near the start.
+        for base in [256u32, 300, 1000] {
+            let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
+            let mut merges = vec![(b'a' as u32, b'b' as u32, 0, base + 1)];
+            merges.push((b'b' as u32, b'c' as u32, 1, base));
+            for k in 2..40 {
+                merges.push((b'x' as u32, k, k, base + k));
+            }
+            let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+            assert!(
+                m.shift_from < m.external.len() as u32,
+                "the tail is shifted"
+            );
+            for i in 0..m.external.len() as u32 {
+                assert_eq!(m.ext(i), m.external[i as usize], "internal id {i}");
+            }
+            let mut out = Vec::new();
+            m.encode_word(b"abc", &mut out);
+            assert_eq!(out, [base + 1, b'c' as u32]);
+        }
+        let m = toy();
+        for i in 0..m.external.len() as u32 {
+            assert_eq!(m.ext(i), m.external[i as usize]);
+        }
     }
 
     fn naive(model: &BpeModel, word: &[u8]) -> Vec<u32> {

@@ -23,9 +23,12 @@
 use rustc_hash::FxHashMap;
 
 /// An entry of [`CharStarts::narrow`] (and `wide`) that is not a start.
-const NOT_A_START: u64 = u64::MAX;
+const NOT_A_START: u32 = u32::MAX;
 const ABSENT: u64 = u64::MAX;
 const NO_BYTES: (u32, u32) = (u32::MAX, 0);
+
+/// The strings that may not come just before a character, and those that may not come after.
+type Fragments<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
 
 /// The byte strings around one character that forbid starting it as its token.
 #[derive(Debug, Clone)]
@@ -55,11 +58,14 @@ pub type Listed<C> = (C, u32, Vec<Vec<u8>>, Vec<Vec<u8>>);
 /// The characters that may start as their tokens, and what forbids it around each.
 #[derive(Debug, Clone)]
 pub struct CharStarts {
-    /// By code point below 0x10000: `context << 32 | id`, `context` being 1 + an index into
-    /// `contexts` or 0 for none; [`NOT_A_START`] for the other code points.
-    narrow: Vec<u64>,
+    /// By code point below 0x10000: `context << id_bits | id`, `context` being 1 + an index
+    /// into `contexts` or 0 for none; [`NOT_A_START`] for the other code points. 32-bit entries
+    /// keep the table at 256 KB, where a CJK text's characters are read from all over it.
+    narrow: Vec<u32>,
     /// The same for the 4-byte characters.
-    wide: FxHashMap<u32, u64>,
+    wide: FxHashMap<u32, u32>,
+    /// Bits of an entry that hold the id.
+    id_bits: u32,
     contexts: Vec<Context>,
     /// (start, length) of the byte strings in `pool`.
     spans: Vec<(u32, u32)>,
@@ -136,11 +142,20 @@ impl CharStarts {
         let mut starts = CharStarts {
             narrow: vec![NOT_A_START; 0x10000],
             wide: FxHashMap::default(),
+            id_bits: u32::BITS - (id_count.max(2) as u32 - 1).leading_zeros(),
             contexts: Vec::new(),
             spans: Vec::new(),
             pool: Vec::new(),
         };
+        if starts.id_bits > 30 {
+            return None;
+        }
         let mut found = false;
+        // Characters of one block share their fragments (o200k: 5,116 characters with a
+        // context, 992 distinct ones), so a context is kept once and shared: 80 KB that stay in
+        // the cache, where one per character was 400 KB and a cache miss for nearly every CJK
+        // character of a first-seen word.
+        let mut kept: FxHashMap<Fragments, u64> = FxHashMap::default();
         for id in (0..id_count as u32).filter(|&i| made[i as usize]) {
             let Some(c) = bytes(id) else { continue };
             if !(2..=4).contains(&c.len()) || char_length(c[0]) != c.len() {
@@ -159,6 +174,8 @@ impl CharStarts {
             let ys = gather(&after, (1..c.len()).map(|k| &c[k..]));
             let context = if xs.is_empty() && ys.is_empty() {
                 0
+            } else if let Some(&shared) = kept.get(&(xs.clone(), ys.clone())) {
+                shared
             } else {
                 let mut ctx = Context {
                     before_last: [0; 4],
@@ -172,9 +189,15 @@ impl CharStarts {
                 ctx.before = starts.keep(&xs);
                 ctx.after = starts.keep(&ys);
                 starts.contexts.push(ctx);
+                kept.insert((xs, ys), starts.contexts.len() as u64);
                 starts.contexts.len() as u64
             };
-            let entry = context << 32 | token as u64;
+            // A vocabulary too large for an id and a context in 32 bits has no character starts
+            // (its words start from bytes, as without this table): none here comes close.
+            let entry = u32::try_from(context << starts.id_bits | token as u64).ok()?;
+            if entry == NOT_A_START {
+                return None;
+            }
             let cp = cp as u32;
             let slot = if cp < 0x10000 {
                 &mut starts.narrow[cp as usize]
@@ -252,11 +275,11 @@ impl CharStarts {
         if entry == NOT_A_START || (k == 3 && b == 0xE0 && word[i + 1] < 0xA0) {
             return None;
         }
-        let context = (entry >> 32) as usize;
+        let context = (entry >> self.id_bits) as usize;
         if context != 0 && self.blocked(&self.contexts[context - 1], word, i, k) {
             return None;
         }
-        Some((entry as u32, k))
+        Some((entry & ((1 << self.id_bits) - 1), k))
     }
 
     /// Whether a fragment token could join the character at `word[i..i + k]` to a neighbour.
@@ -274,7 +297,7 @@ impl CharStarts {
     /// Every start by code point, with its internal id: what the tests compare with the
     /// reference.
     pub fn listing(&self) -> Vec<Listed<u32>> {
-        let mut all: Vec<(u32, u64)> = (self.narrow.iter().enumerate())
+        let mut all: Vec<(u32, u32)> = (self.narrow.iter().enumerate())
             .filter(|(_, &e)| e != NOT_A_START)
             .map(|(cp, &e)| (cp as u32, e))
             .chain(self.wide.iter().map(|(&cp, &e)| (cp, e)))
@@ -282,7 +305,7 @@ impl CharStarts {
         all.sort_unstable();
         all.into_iter()
             .map(|(cp, e)| {
-                let context = (e >> 32) as usize;
+                let context = (e >> self.id_bits) as usize;
                 let (xs, ys) = if context == 0 {
                     (Vec::new(), Vec::new())
                 } else {
@@ -290,7 +313,7 @@ impl CharStarts {
                     let list = |r| self.strings(r).map(<[u8]>::to_vec).collect();
                     (list(ctx.before), list(ctx.after))
                 };
-                (cp, e as u32, xs, ys)
+                (cp, e & ((1 << self.id_bits) - 1), xs, ys)
             })
             .collect()
     }

@@ -18,7 +18,7 @@ use crate::engines::wordpiece_unigram::for_each_word;
 use crate::progress::with_progress;
 use crate::py::parse_json;
 use crate::py::stages::text_stages;
-use crate::py::text::text_as_utf8;
+use crate::py::text::{text_as_utf8, Utf8};
 use crate::py::train::stop_name;
 use crate::stages::normalizers::Normalizer;
 use crate::stages::pre_tokenizers::ByteLevelPreTokenizer;
@@ -35,7 +35,7 @@ pub(super) struct PyPretokenCounter {
 }
 
 /// `texts` as UTF-8 (lone surrogates replaced), converted while the GIL is held.
-fn texts_as_utf8<'a>(texts: &'a [Bound<'_, PyString>]) -> PyResult<Vec<std::borrow::Cow<'a, str>>> {
+fn texts_as_utf8<'a>(texts: &'a [Bound<'_, PyString>]) -> PyResult<Vec<Utf8<'a>>> {
     texts.iter().map(text_as_utf8).collect()
 }
 

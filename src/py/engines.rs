@@ -512,7 +512,7 @@ pub(super) fn joined_bytes_differ<'py>(
     let flags: Vec<u8> = differ
         .into_iter()
         .zip(&owned)
-        .map(|(d, text)| u8::from(d || matches!(text, std::borrow::Cow::Owned(_))))
+        .map(|(d, text)| u8::from(d || text.cleaned))
         .collect();
     Ok(PyBytes::new(py, &flags))
 }

@@ -54,6 +54,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text::token_string, m)?)?;
     m.add_function(wrap_pyfunction!(text::token_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(text::encode_utf8, m)?)?;
+    m.add_function(wrap_pyfunction!(text::wide_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(text::clean_text, m)?)?;
     m.add_class::<text::PyUtf8Decoder>()?;
     m.add_function(wrap_pyfunction!(text::uax29_word_counts, m)?)?;

@@ -73,3 +73,43 @@ def test_surrogate_cleaning_equals_reference(s):
 @given(texts)
 def test_clean_text_is_identity_on_valid_text(s):
     assert core.clean_text(s) == s == text.clean_text(s)
+
+
+# Runs of ASCII of every length around the converter's 8-unit step, between characters of every
+# UTF-8 length: a `str` stored in 2- or 4-byte units, which the core converts itself.
+_wide_pieces = st.one_of(
+    st.text(st.characters(max_codepoint=0x7F), min_size=1, max_size=20),
+    st.sampled_from(["é", "\u07ff", "\u0800", "世", "\uffff", "😀", "\U0010ffff"]),
+)
+_wide_texts = st.lists(_wide_pieces, max_size=12).map("".join)
+_ABI3 = core is not None and "abi3" in core.__file__
+
+
+@needs_rust
+@given(_wide_texts, st.sampled_from(["世", "😀"]))
+def test_wide_strings_are_converted_in_the_core_as_python_converts_them(s, wide):
+    for text_ in (s + wide, wide + s):
+        assert core.encode_utf8(text_) == text_.encode("utf-8")
+        if not _ABI3:  # the stable-ABI build reads no `str` internals and leaves this to CPython
+            assert core.wide_utf8(text_) == text_.encode("utf-8")
+
+
+@needs_rust
+def test_the_core_leaves_to_cpython_what_it_does_not_convert():
+    import ctypes
+    import platform
+
+    assert core.wide_utf8("ascii only") is None
+    assert core.wide_utf8("café") is None  # one byte per character
+    for s in ("世\ud800", "😀 \udc00", "\ud83d\ude00世"):  # surrogates go through the cleaning route
+        assert core.wide_utf8(s) is None
+        assert core.encode_utf8(s) == text.to_utf8(s)
+    if _ABI3 or platform.python_implementation() != "CPython":
+        return
+    s = "".join(["世界 ", "x" * 10])  # a new object, without CPython's UTF-8 copy
+    assert core.wide_utf8(s) == s.encode("utf-8")
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.argtypes, as_utf8.restype = [ctypes.py_object, ctypes.c_void_p], ctypes.c_void_p
+    as_utf8(s, None)  # CPython keeps its copy in the object: that copy is used from now on
+    assert core.wide_utf8(s) is None
+    assert core.encode_utf8(s) == s.encode("utf-8")

@@ -1,0 +1,265 @@
+//! UTF-8 from the fixed-width code units a Python `str` is stored in (UCS-2 or UCS-4).
+//!
+//! CPython keeps a `str` whose largest character is above U+00FF as one 2- or 4-byte unit per
+//! character, and converts it to UTF-8 on request (then keeps the copy inside the object for as
+//! long as the object lives). Converting here instead, into a buffer the encoder owns, is about
+//! a third of CPython's work on CJK and Cyrillic text: runs of ASCII (spaces, digits,
+//! punctuation between words) go eight units a vector step, and nothing is copied twice.
+//!
+//! A surrogate unit (U+D800..U+DFFF) has no UTF-8 form; the encoders stop and report it, and the
+//! caller takes the route that joins pairs and replaces lone ones (`py::text::text_as_utf8`).
+//!
+//! ```
+//! use tinyllm::text::ucs::utf8_from_units;
+//! let units: Vec<u16> = "héllo, 世界".encode_utf16().collect();
+//! let mut out = Vec::new();
+//! assert!(utf8_from_units(&units, &mut out));
+//! assert_eq!(out, "héllo, 世界".as_bytes());
+//! assert!(!utf8_from_units(&[0x61u16, 0xD800], &mut Vec::new()));
+//! ```
+
+/// A code unit of a Python `str` wider than a byte: UCS-2 (`u16`) or UCS-4 (`u32`).
+pub trait Unit: Copy + Into<u32> {
+    /// The most UTF-8 bytes one unit becomes.
+    const MOST: usize;
+    /// The [`STEP`] units at `src` as 16-bit lanes, each below 0x80 exactly when its unit is.
+    ///
+    /// # Safety
+    /// `src` must be readable for `STEP` units.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn lanes(src: *const Self) -> std::arch::x86_64::__m128i;
+}
+
+/// Units the ASCII run step reads at once.
+pub const STEP: usize = 8;
+
+impl Unit for u16 {
+    const MOST: usize = 3;
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn lanes(src: *const u16) -> std::arch::x86_64::__m128i {
+        // SAFETY: the caller's contract (16 bytes); SSE2 is part of x86-64.
+        unsafe { std::arch::x86_64::_mm_loadu_si128(src.cast()) }
+    }
+}
+
+impl Unit for u32 {
+    const MOST: usize = 4;
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn lanes(src: *const u32) -> std::arch::x86_64::__m128i {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's contract (32 bytes); SSE2 is part of x86-64. The signed
+        // saturating pack keeps 0..0x7FFF and sends every larger unit to 0x7FFF or 0x8000,
+        // both at least 0x80.
+        unsafe {
+            _mm_packs_epi32(
+                _mm_loadu_si128(src.cast()),
+                _mm_loadu_si128(src.add(4).cast()),
+            )
+        }
+    }
+}
+
+/// If the [`STEP`] units at `src` are all ASCII, write them as bytes to `dst` and return true;
+/// else write nothing.
+///
+/// # Safety
+/// `src` must be readable for `STEP` units and `dst` writable for `STEP` bytes.
+#[inline(always)]
+unsafe fn ascii_step<T: Unit>(src: *const T, dst: *mut u8) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract; SSE2 is part of x86-64.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v = T::lanes(src);
+        let high = _mm_and_si128(v, _mm_set1_epi16(0xFF80u16 as i16));
+        if _mm_movemask_epi8(_mm_cmpeq_epi16(high, _mm_setzero_si128())) != 0xFFFF {
+            return false;
+        }
+        _mm_storel_epi64(dst.cast(), _mm_packus_epi16(v, v));
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        ascii_step_scalar(src, dst)
+    }
+}
+
+/// The scalar ASCII step: what the vector one computes, and the step on other targets.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+unsafe fn ascii_step_scalar<T: Unit>(src: *const T, dst: *mut u8) -> bool {
+    // SAFETY: the caller's contract.
+    let units = unsafe { std::slice::from_raw_parts(src, STEP) };
+    if units.iter().fold(0u32, |acc, &u| acc | u.into()) >= 0x80 {
+        return false;
+    }
+    for (k, &u) in units.iter().enumerate() {
+        // SAFETY: k < STEP.
+        unsafe { *dst.add(k) = Into::<u32>::into(u) as u8 };
+    }
+    true
+}
+
+/// Append the UTF-8 of `units` (code points, one per unit) to `out`. Returns false, with `out`
+/// holding a prefix, if a unit is a surrogate or not a code point (above U+10FFFF).
+///
+/// A character's bytes are stored as one 2- or 4-byte word (a 3-byte character writes one
+/// byte too many, which the next character overwrites; the reservation has a byte to spare).
+pub fn utf8_from_units<T: Unit>(units: &[T], out: &mut Vec<u8>) -> bool {
+    out.reserve(units.len() * T::MOST + 1);
+    let base = out.as_mut_ptr();
+    let mut len = out.len();
+    let n = units.len();
+    let src = units.as_ptr();
+    let mut i = 0;
+    // SAFETY (every access below): `i < n` before a unit is read and `i + STEP <= n` before a
+    // step is; `out` has room for `MOST` bytes a unit plus one from where it started, at most
+    // `MOST` bytes are kept per unit read, and a word store reaches at most one byte past them.
+    let ok = unsafe {
+        loop {
+            if i == n {
+                break true;
+            }
+            let c: u32 = (*src.add(i)).into();
+            i += 1;
+            if c < 0x80 {
+                *base.add(len) = c as u8;
+                len += 1;
+                // A run of ASCII (spaces, digits, markup between words) is likely to go on.
+                while i + STEP <= n && ascii_step(src.add(i), base.add(len)) {
+                    i += STEP;
+                    len += STEP;
+                }
+                continue;
+            }
+            let at = base.add(len);
+            if c < 0x800 {
+                let word = (0xC0 | c >> 6) | (0x80 | (c & 0x3F)) << 8;
+                std::ptr::write_unaligned(at as *mut [u8; 2], (word as u16).to_le_bytes());
+                len += 2;
+            } else if c < 0x10000 {
+                if c & 0xF800 == 0xD800 {
+                    break false;
+                }
+                let word =
+                    (0xE0 | c >> 12) | (0x80 | ((c >> 6) & 0x3F)) << 8 | (0x80 | (c & 0x3F)) << 16;
+                std::ptr::write_unaligned(at as *mut [u8; 4], word.to_le_bytes());
+                len += 3;
+            } else if c < 0x110000 {
+                let word = (0xF0 | c >> 18)
+                    | (0x80 | ((c >> 12) & 0x3F)) << 8
+                    | (0x80 | ((c >> 6) & 0x3F)) << 16
+                    | (0x80 | (c & 0x3F)) << 24;
+                std::ptr::write_unaligned(at as *mut [u8; 4], word.to_le_bytes());
+                len += 4;
+            } else {
+                break false;
+            }
+        }
+    };
+    // SAFETY: the bytes up to `len` were written above.
+    unsafe { out.set_len(len) };
+    ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::random::SplitMix64;
+
+    fn expected(units: &[u32]) -> Option<Vec<u8>> {
+        let s: Option<String> = units.iter().map(|&u| char::from_u32(u)).collect();
+        s.map(String::into_bytes)
+    }
+
+    #[test]
+    fn every_code_point_of_every_width() {
+        let mut out = Vec::new();
+        for c in (0..0xD800u32).chain(0xE000..0x110000) {
+            out.clear();
+            assert!(utf8_from_units(&[c], &mut out));
+            assert_eq!(out, expected(&[c]).unwrap(), "U+{c:04X}");
+            if let Ok(unit) = u16::try_from(c) {
+                out.clear();
+                assert!(utf8_from_units(&[unit], &mut out));
+                assert_eq!(out, expected(&[c]).unwrap(), "U+{c:04X} as UCS-2");
+            }
+        }
+    }
+
+    #[test]
+    fn surrogates_and_out_of_range_units_stop_the_encoder() {
+        for bad in [0xD800u32, 0xDBFF, 0xDC00, 0xDFFF, 0x110000, u32::MAX] {
+            let units = [0x61, 0x62, bad, 0x63];
+            let mut out = vec![b'>'];
+            assert!(!utf8_from_units(&units, &mut out), "{bad:X}");
+            assert!(out.starts_with(b">ab"), "what came before is kept");
+        }
+        assert!(!utf8_from_units(&[0x4E16u16, 0xDC00], &mut Vec::new()));
+    }
+
+    #[test]
+    fn the_vector_step_equals_the_scalar_one() {
+        fn check<T: Unit>(units: &[T; STEP]) {
+            let (mut fast, mut slow) = ([0u8; STEP], [0u8; STEP]);
+            // SAFETY: both arrays hold STEP elements.
+            let (a, b) = unsafe {
+                (
+                    ascii_step(units.as_ptr(), fast.as_mut_ptr()),
+                    ascii_step_scalar(units.as_ptr(), slow.as_mut_ptr()),
+                )
+            };
+            assert_eq!(a, b);
+            if a {
+                assert_eq!(fast, slow);
+            }
+        }
+        let mut rng = SplitMix64::new(11);
+        for _ in 0..5000 {
+            let mut wide = [0u32; STEP];
+            for u in &mut wide {
+                let r = rng.next_u64();
+                *u = match r % 16 {
+                    0 => 0x80 + (r >> 8) as u32 % 0x10FF80,
+                    1 => [0x7F, 0x80, 0xFF, 0x100, 0xFF80, 0x8000_0000][(r >> 8) as usize % 6],
+                    _ => (r >> 8) as u32 % 0x80,
+                };
+            }
+            check(&wide);
+            check(&wide.map(|u| u as u16));
+        }
+    }
+
+    #[test]
+    fn mixed_runs_equal_the_standard_library() {
+        // ASCII runs of every length around the 8-unit step, between wide characters.
+        let pool = [
+            0x20u32, 0x41, 0x7F, 0x80, 0x7FF, 0x800, 0x4E16, 0xFFFF, 0x10000, 0x1F600,
+        ];
+        let mut rng = SplitMix64::new(7);
+        for _ in 0..3000 {
+            let len = (rng.next_u64() % 40) as usize;
+            let units: Vec<u32> = (0..len)
+                .map(|_| {
+                    let r = rng.next_u64();
+                    if r % 3 == 0 {
+                        pool[(r >> 8) as usize % pool.len()]
+                    } else {
+                        0x61 + (r >> 8) as u32 % 26
+                    }
+                })
+                .collect();
+            let mut out = b"x".to_vec();
+            assert!(utf8_from_units(&units, &mut out));
+            assert_eq!(&out[1..], expected(&units).unwrap(), "{units:X?}");
+            if units.iter().all(|&u| u <= 0xFFFF) {
+                let narrow: Vec<u16> = units.iter().map(|&u| u as u16).collect();
+                let mut out16 = Vec::new();
+                assert!(utf8_from_units(&narrow, &mut out16));
+                assert_eq!(out16, expected(&units).unwrap());
+            }
+        }
+    }
+}
