@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 # tests/support imports numpy, whose OpenBLAS starts a thread per core that spins for a while
-# after start-up: on two cores that took 7% of a timed run's samples (perf) from whichever
+# after start-up: on two cores that took 7.5% of a timed run's samples (perf) from whichever
 # library was being timed. No benchmark here uses BLAS.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]

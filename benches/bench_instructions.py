@@ -16,9 +16,9 @@ first and counts it AGAIN times (cached), each time on new `str` objects. Only t
 is collected: it runs inside a C call (`qsort` of two items, whose comparison is a Python
 callback) and callgrind is told to collect inside `qsort` alone, so loading, start-up and their
 run-to-run variation (hash seeds, a few million instructions) are not in the figures, and a rerun
-gives the same counts to within about 0.1%. `exact` is the share of timed documents whose ids equal Hugging Face's (computed
-without valgrind). A peer that is not installed or cannot read the file is listed as such. Needs
-`valgrind` (Debian package) and `pip install '.[bench]'`.
+gives the same counts to within about 0.1%. `exact` is the share of timed documents whose ids
+equal Hugging Face's (computed without valgrind). A peer that is not installed or cannot read the
+file is listed as such. Needs `valgrind` (Debian package) and `pip install '.[bench]'`.
 """
 
 from __future__ import annotations

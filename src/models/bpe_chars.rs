@@ -20,6 +20,8 @@
 //! uses before them. The token `" \xe7"` exists, so after a space `的` starts as bytes; elsewhere
 //! as its token.
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
 
 /// An entry of [`CharStarts::narrow`] (and `wide`) that is not a start.
@@ -174,23 +176,26 @@ impl CharStarts {
             let ys = gather(&after, (1..c.len()).map(|k| &c[k..]));
             let context = if xs.is_empty() && ys.is_empty() {
                 0
-            } else if let Some(&shared) = kept.get(&(xs.clone(), ys.clone())) {
-                shared
             } else {
-                let mut ctx = Context {
-                    before_last: [0; 4],
-                    after_first: [0; 4],
-                    before: (0, 0),
-                    after: (0, 0),
-                };
-                xs.iter()
-                    .for_each(|x| set_bit(&mut ctx.before_last, x[x.len() - 1]));
-                ys.iter().for_each(|y| set_bit(&mut ctx.after_first, y[0]));
-                ctx.before = starts.keep(&xs);
-                ctx.after = starts.keep(&ys);
-                starts.contexts.push(ctx);
-                kept.insert((xs, ys), starts.contexts.len() as u64);
-                starts.contexts.len() as u64
+                match kept.entry((xs, ys)) {
+                    Entry::Occupied(shared) => *shared.get(),
+                    Entry::Vacant(new) => {
+                        let (xs, ys) = new.key();
+                        let mut ctx = Context {
+                            before_last: [0; 4],
+                            after_first: [0; 4],
+                            before: (0, 0),
+                            after: (0, 0),
+                        };
+                        xs.iter()
+                            .for_each(|x| set_bit(&mut ctx.before_last, x[x.len() - 1]));
+                        ys.iter().for_each(|y| set_bit(&mut ctx.after_first, y[0]));
+                        ctx.before = starts.keep(xs);
+                        ctx.after = starts.keep(ys);
+                        starts.contexts.push(ctx);
+                        *new.insert(starts.contexts.len() as u64)
+                    }
+                }
             };
             // A vocabulary too large for an id and a context in 32 bits has no character starts
             // (its words start from bytes, as without this table): none here comes close.
@@ -275,11 +280,20 @@ impl CharStarts {
         if entry == NOT_A_START || (k == 3 && b == 0xE0 && word[i + 1] < 0xA0) {
             return None;
         }
-        let context = (entry >> self.id_bits) as usize;
+        let (context, id) = self.split(entry);
         if context != 0 && self.blocked(&self.contexts[context - 1], word, i, k) {
             return None;
         }
-        Some((entry & ((1 << self.id_bits) - 1), k))
+        Some((id, k))
+    }
+
+    /// A start's (context, internal id) from its entry.
+    #[inline]
+    fn split(&self, entry: u32) -> (usize, u32) {
+        (
+            (entry >> self.id_bits) as usize,
+            entry & ((1 << self.id_bits) - 1),
+        )
     }
 
     /// Whether a fragment token could join the character at `word[i..i + k]` to a neighbour.
@@ -305,7 +319,7 @@ impl CharStarts {
         all.sort_unstable();
         all.into_iter()
             .map(|(cp, e)| {
-                let context = (e >> self.id_bits) as usize;
+                let (context, id) = self.split(e);
                 let (xs, ys) = if context == 0 {
                     (Vec::new(), Vec::new())
                 } else {
@@ -313,7 +327,7 @@ impl CharStarts {
                     let list = |r| self.strings(r).map(<[u8]>::to_vec).collect();
                     (list(ctx.before), list(ctx.after))
                 };
-                (cp, e & ((1 << self.id_bits) - 1), xs, ys)
+                (cp, id, xs, ys)
             })
             .collect()
     }

@@ -2,9 +2,11 @@
 //!
 //! CPython keeps a `str` whose largest character is above U+00FF as one 2- or 4-byte unit per
 //! character, and converts it to UTF-8 on request (then keeps the copy inside the object for as
-//! long as the object lives). Converting here instead, into a buffer the encoder owns, is about
-//! a third of CPython's work on CJK and Cyrillic text: runs of ASCII (spaces, digits,
-//! punctuation between words) go eight units a vector step, and nothing is copied twice.
+//! long as the object lives). Converting here instead, into a buffer the encoder owns and frees,
+//! takes runs of ASCII (spaces, digits, markup between words) eight units a vector step: on the
+//! shared multilingual documents, those stored in 4-byte units (mostly ASCII around an emoji)
+//! convert in 0.20 ms against CPython's 0.35, those in 2-byte units (mostly CJK, one character
+//! at a time either way) in 6.1 against 6.4.
 //!
 //! A surrogate unit (U+D800..U+DFFF) has no UTF-8 form; the encoders stop and report it, and the
 //! caller takes the route that joins pairs and replaces lone ones (`py::text::text_as_utf8`).
