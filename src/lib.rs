@@ -14,12 +14,14 @@
 //! - [`models`]: BPE, WordPiece, Unigram on one pre-token, and their random numbers;
 //! - [`stages`]: added tokens, normalizers, pre-tokenizers;
 //! - [`text`]: character classes, the byte alphabet, UTF-8 streaming, base64;
+//! - [`memory`]: huge-page regions and zeroed tables for the large tables probed at random;
 //! - [`spec`], [`progress`], [`error`]: reading JSON specs, progress lines, the error type.
 
 pub mod corpus;
 pub mod engines;
 pub mod error;
 pub mod formats;
+pub mod memory;
 pub mod models;
 pub mod progress;
 pub mod runtime;

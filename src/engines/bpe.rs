@@ -15,6 +15,7 @@ use crate::engines::look_ahead::Ahead;
 use crate::engines::offsets::{byte_level_gap, with_added_tokens, ByteTokens, TokenOffsets};
 use crate::engines::word_cache::ShardedCache;
 use crate::engines::Encoder;
+use crate::memory::huge_pages::Pages;
 use crate::models::bpe::BpeModel;
 use crate::models::random::SplitMix64;
 use crate::stages::added_tokens::{split_added, AddedMatcher, AddedTokens};
@@ -39,7 +40,7 @@ thread_local! {
 impl BpeEngine {
     pub fn new(model: BpeModel, pre: ByteLevelPreTokenizer, added: Vec<(String, u32)>) -> Self {
         BpeEngine {
-            cache: ShardedCache::new(),
+            cache: ShardedCache::new(Pages::Huge),
             model,
             pre,
             added: AddedTokens::new(added),

@@ -5,8 +5,8 @@
 //! - [`wordpiece_unigram::TextEngine`]: WordPiece and Unigram (added tokens, normalizer,
 //!   text pre-tokenizer, model);
 //! - [`word_cache`]: the per-engine cache of piece -> ids that both use, and [`look_ahead`],
-//!   the loop over a text's pieces that prefetches their cache lines, and [`zeroed_table`], the
-//!   cache's table in memory committed as it is written;
+//!   the loop over a text's pieces that prefetches their cache lines (the cache's table lives in
+//!   [`crate::memory::zeroed_table`]);
 //! - [`offsets`]: each token's span in the raw text, for both.
 //!
 //! Both implement [`Encoder`], the calls they share. Engines sit above `stages` and `models`,
@@ -25,7 +25,6 @@ pub mod look_ahead;
 pub mod offsets;
 pub mod word_cache;
 pub mod wordpiece_unigram;
-pub mod zeroed_table;
 
 #[cfg(test)]
 mod robustness_tests;

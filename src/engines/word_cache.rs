@@ -8,8 +8,9 @@
 //! A shard is a fixed table of cache lines (8 MiB on machines of up to 8 cores, less per shard on
 //! bigger ones) for pieces of up to 32 bytes and 7 ids, and a spill store, at most half that
 //! size, for pieces of 33 to 1,024 bytes, which a line cannot hold. Both are allocated on first
-//! use and freed by `clear_cache`; the lines' memory is committed page by page as lines are
-//! written ([`crate::engines::zeroed_table`]), so a shard that has seen little holds little.
+//! use and freed by `clear_cache`; the lines' memory is committed as lines are written
+//! ([`crate::memory::zeroed_table`]; 2 MiB pages where the system has them), so a shard that
+//! has seen little holds little.
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +18,8 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use crate::engines::zeroed_table::ZeroedTable;
+use crate::memory::huge_pages::Pages;
+use crate::memory::zeroed_table::ZeroedTable;
 
 /// Pieces of at most this many bytes, with at most [`LONG_IDS`] ids, are cached in the lines;
 /// longer ones in the [`Spill`] store.
@@ -355,6 +357,8 @@ pub struct WordCache {
     spill: Spill,
     /// A stand-in for a shard that another thread holds: remembers nothing.
     disabled: bool,
+    /// The pages the lines ask for.
+    pages: Pages,
 }
 
 impl WordCache {
@@ -396,8 +400,9 @@ impl WordCache {
     }
 
     /// A cache whose table has `1 << bits` lines (`MIN_LINE_BITS..=MAX_LINE_BITS`).
-    fn with_line_bits(bits: u32) -> Self {
+    fn with_line_bits(bits: u32, pages: Pages) -> Self {
         WordCache {
+            pages,
             shift: MAX_LINE_BITS - bits.clamp(MIN_LINE_BITS, MAX_LINE_BITS),
             sized: true,
             ..WordCache::default()
@@ -471,7 +476,7 @@ impl WordCache {
         }
         if self.lines.is_empty() {
             // SAFETY: a line of zero bytes is `Line::default()`, two empty slots.
-            self.lines = unsafe { ZeroedTable::new(self.line_count()) };
+            self.lines = unsafe { ZeroedTable::new(self.line_count(), self.pages) };
         }
         let Some(line) = self.lines.get_mut((key.index >> self.shift) as usize) else {
             return;
@@ -508,6 +513,8 @@ pub struct ShardedCache {
     /// How many more shards may take `full_bits` lines; the rest take the fewest.
     full: AtomicUsize,
     full_bits: u32,
+    /// The pages every shard's lines ask for.
+    pages: Pages,
 }
 
 /// A locked shard, or (when another thread holds it) a cache that remembers nothing.
@@ -535,14 +542,9 @@ impl std::ops::DerefMut for CacheGuard<'_> {
     }
 }
 
-impl Default for ShardedCache {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl ShardedCache {
-    pub fn new() -> Self {
+    /// Shards whose lines ask for `pages` (see [`Pages`]: huge beside a BPE vocabulary).
+    pub fn new(pages: Pages) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let lines = LINE_BUDGET / std::mem::size_of::<Line>() / cores;
         ShardedCache {
@@ -551,6 +553,7 @@ impl ShardedCache {
                 .collect(),
             full: AtomicUsize::new(cores),
             full_bits: lines.max(1).ilog2().clamp(MIN_LINE_BITS, MAX_LINE_BITS),
+            pages,
         }
     }
 
@@ -563,7 +566,8 @@ impl ShardedCache {
             .full
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
             .is_ok();
-        *shard = WordCache::with_line_bits(if full { self.full_bits } else { MIN_LINE_BITS });
+        let bits = if full { self.full_bits } else { MIN_LINE_BITS };
+        *shard = WordCache::with_line_bits(bits, self.pages);
     }
 
     /// Forget every cached word (frees the memory).
@@ -627,7 +631,7 @@ mod tests {
         // SAFETY: `Line` is 64 bytes of integers without padding (the assert beside it).
         let bytes: [u8; 64] = unsafe { std::mem::transmute(Line::default()) };
         assert!(bytes.iter().all(|&b| b == 0));
-        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS);
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS, Pages::Huge);
         let piece = b"hello";
         let key = Key::of(piece).unwrap();
         cache.insert(&key, &[1, 2]);
@@ -711,7 +715,7 @@ mod tests {
 
     #[test]
     fn pieces_longer_than_a_line_are_kept_in_the_spill_store() {
-        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS);
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS, Pages::Huge);
         let long = [b'x'; MAX_KEY + 8];
         let many: Vec<u32> = (0..LONG_IDS as u32 + 5).collect();
         let huge = vec![b'y'; MAX_SPILL_KEY + 1];
@@ -742,7 +746,7 @@ mod tests {
 
     #[test]
     fn a_full_spill_store_empties_and_answers_stay_right() {
-        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS);
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS, Pages::Huge);
         let limit = cache.spill_limit();
         let per_piece = 40 + 4 * 2;
         let count = 3 * limit / per_piece;
@@ -764,7 +768,7 @@ mod tests {
     /// tables, so that the memory of the lines stays near the budget.
     #[test]
     fn only_one_shard_per_core_takes_the_budgeted_size() {
-        let cache = ShardedCache::new();
+        let cache = ShardedCache::new(Pages::Huge);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         for _ in 0..MIN_SHARDS + 4 {
             // One thread at a time: each takes a shard of its own (threads are numbered).
@@ -802,7 +806,7 @@ mod tests {
     fn every_table_size_gives_the_stored_answers() {
         let all = pieces();
         for bits in MIN_LINE_BITS..=MAX_LINE_BITS {
-            let mut cache = WordCache::with_line_bits(bits);
+            let mut cache = WordCache::with_line_bits(bits, Pages::Huge);
             assert_eq!(cache.line_count(), 1 << bits);
             for p in &all {
                 let ids = [p.len() as u32, p[0] as u32];

@@ -13,6 +13,7 @@ use crate::engines::look_ahead::Ahead;
 use crate::engines::offsets::{text_gap, with_added_tokens, TokenOffsets};
 use crate::engines::word_cache::{ShardedCache, WordCache};
 use crate::engines::Encoder;
+use crate::memory::huge_pages::Pages;
 use crate::models::char_bpe::{CharBpeModel, CharBpeOptions};
 use crate::models::random::SplitMix64;
 use crate::models::spm_bpe::SpmBpeModel;
@@ -261,7 +262,7 @@ impl TextEngine {
             pre,
             model,
             added: AddedTokens::new(added),
-            cache: ShardedCache::new(),
+            cache: ShardedCache::new(Pages::Small),
         }
     }
 

@@ -6,10 +6,13 @@
 //! resident memory and about a millisecond after one short `encode`. Rust's `alloc_zeroed` clears
 //! the memory itself when the alignment is above 16 bytes (the lines' is 64), so the table asks
 //! for 16-byte alignment, which `calloc` serves (from fresh zero pages for a large block), and
-//! aligns the start by hand.
+//! aligns the start by hand. A table of at least 2 MiB that asks for huge pages is its own
+//! mapping instead ([`crate::memory::huge_pages`]), committed 2 MiB at a time.
 
 use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
+
+use crate::memory::huge_pages::{self, Pages};
 
 /// The alignment `calloc` serves without clearing the memory again.
 const CALLOC_ALIGN: usize = 16;
@@ -18,8 +21,16 @@ pub struct ZeroedTable<T: Copy> {
     /// The first entry, aligned for `T`.
     first: NonNull<T>,
     len: usize,
-    /// The block as allocated (None for an empty table).
-    block: Option<(NonNull<u8>, Layout)>,
+    /// The memory as obtained (None for an empty table).
+    block: Option<Block>,
+}
+
+#[derive(Clone, Copy)]
+enum Block {
+    /// From the allocator, with this layout.
+    Heap(NonNull<u8>, Layout),
+    /// From `huge_pages::map_zeroed` of this many bytes.
+    Mapped(NonNull<u8>, usize),
 }
 
 // SAFETY: the table owns its entries like a `Box<[T]>` does.
@@ -38,15 +49,27 @@ impl<T: Copy> Default for ZeroedTable<T> {
 }
 
 impl<T: Copy> ZeroedTable<T> {
-    /// `len` entries, every one all zero bytes.
+    /// `len` entries, every one all zero bytes, in `pages` where the system gives them.
     ///
     /// # Safety
     /// All-zero bytes must be a valid `T`.
-    pub unsafe fn new(len: usize) -> Self {
+    pub unsafe fn new(len: usize, pages: Pages) -> Self {
         let size = std::mem::size_of::<T>();
         let align = std::mem::align_of::<T>();
         if len == 0 || size == 0 {
             return ZeroedTable::default();
+        }
+        let bytes = len.saturating_mul(size);
+        let region = (pages == Pages::Huge)
+            .then(|| huge_pages::map_zeroed(bytes))
+            .flatten();
+        if let Some(region) = region {
+            // 2 MiB alignment suits every T.
+            return ZeroedTable {
+                first: region.cast::<T>(),
+                len,
+                block: Some(Block::Mapped(region, bytes)),
+            };
         }
         let Some(layout) = len
             .checked_mul(size)
@@ -63,7 +86,7 @@ impl<T: Copy> ZeroedTable<T> {
         ZeroedTable {
             first,
             len,
-            block: Some((base, layout)),
+            block: Some(Block::Heap(base, layout)),
         }
     }
 
@@ -81,6 +104,16 @@ impl<T: Copy> ZeroedTable<T> {
         (i < self.len).then(|| unsafe { &*self.first.as_ptr().add(i) })
     }
 
+    /// Entry `i` without a bounds check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, i: usize) -> T {
+        debug_assert!(i < self.len);
+        *self.first.as_ptr().add(i)
+    }
+
     #[inline(always)]
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         // SAFETY: as in `get`, with the table borrowed mutably.
@@ -90,9 +123,11 @@ impl<T: Copy> ZeroedTable<T> {
 
 impl<T: Copy> Drop for ZeroedTable<T> {
     fn drop(&mut self) {
-        if let Some((base, layout)) = self.block {
-            // SAFETY: the block was allocated with this layout; `Copy` entries need no drop.
-            unsafe { dealloc(base.as_ptr(), layout) };
+        // SAFETY: the memory was obtained as recorded; `Copy` entries need no drop.
+        match self.block {
+            Some(Block::Heap(base, layout)) => unsafe { dealloc(base.as_ptr(), layout) },
+            Some(Block::Mapped(region, bytes)) => unsafe { huge_pages::unmap(region, bytes) },
+            None => {}
         }
     }
 }
@@ -110,21 +145,27 @@ mod tests {
 
     #[test]
     fn entries_start_zeroed_aligned_and_keep_what_is_written() {
-        // SAFETY: all-zero bytes are a valid `Wide`.
-        let mut table = unsafe { ZeroedTable::<Wide>::new(100_000) };
-        assert_eq!(table.len(), 100_000);
-        assert_eq!(
-            table.get(0).map(|w| w as *const Wide as usize % 64),
-            Some(0)
-        );
-        assert!((0..100_000)
-            .step_by(997)
-            .all(|i| table.get(i).unwrap().a == 0));
-        table.get_mut(99_999).unwrap().a = 7;
-        table.get_mut(3).unwrap().b[13] = 9;
-        assert_eq!(table.get(99_999).unwrap().a, 7);
-        assert_eq!(table.get(3).unwrap().b[13], 9);
-        assert!(table.get(100_000).is_none());
+        // 64 KB and 6.4 MB from the allocator, 6.4 MB in its own huge-page region (on Linux).
+        for (len, pages) in [
+            (1_000, Pages::Huge),
+            (100_000, Pages::Small),
+            (100_000, Pages::Huge),
+        ] {
+            // SAFETY: all-zero bytes are a valid `Wide`.
+            let mut table = unsafe { ZeroedTable::<Wide>::new(len, pages) };
+            assert_eq!(table.len(), len);
+            assert_eq!(
+                table.get(0).map(|w| w as *const Wide as usize % 64),
+                Some(0)
+            );
+            assert!((0..len).step_by(97).all(|i| table.get(i).unwrap().a == 0));
+            table.get_mut(len - 1).unwrap().a = 7;
+            table.get_mut(3).unwrap().b[13] = 9;
+            assert_eq!(table.get(len - 1).unwrap().a, 7);
+            // SAFETY: 3 < len.
+            assert_eq!(unsafe { table.get_unchecked(3) }.b[13], 9);
+            assert!(table.get(len).is_none());
+        }
         let empty = ZeroedTable::<Wide>::default();
         assert!(empty.is_empty() && empty.get(0).is_none());
     }
