@@ -4,15 +4,16 @@
 
 Each round loads the tokenizer twice, once with `TINYLLM_HUGE_PAGES=0` in the environment (every
 table in ordinary pages) and once without, warms both word caches on the first half of the
-documents (`unseen`) or on all of them (`again`), then times the second half in turns of 25
-documents that alternate which tokenizer goes first. Both live in the same process, as a
-tokenizer lives beside other work, so each turn starts with the other's data in the CPU's caches
-and TLB. The figure is the 4 KiB time over the 2 MiB time (above 1: the huge pages are faster).
+documents (`unseen`) or on all of them (`again`), then times the second half; warm-up and timing
+go in turns of 25 documents that alternate which tokenizer goes first. Both live in the same
+process, as a tokenizer lives beside other work, so each turn starts with the other's data in the
+CPU's caches and TLB. The figure is the 4 KiB time over the 2 MiB time (above 1: the huge pages
+are faster), the geometric mean over the rounds.
 
-Of two identical tokenizers made this way, the one made second is measured 10-20% faster (seen
-with Llama-3-style English; the cause is not known), so the rounds alternate which one is made
-first, and the figure is the geometric mean over the rounds, where that bias cancels; the
-median of each order is printed too. Linux only: elsewhere both tokenizers get ordinary memory. Ids are not
+The warm-up goes in turns because of two identical tokenizers warmed one after the other, the
+one warmed first was measured 10-20% slower (Llama-3-style English; the cause is not known; see
+`bench_encode.paired_seconds`). The rounds also alternate which one is made first, and the
+median of each order is printed: equal medians say no order effect is left. Linux only: elsewhere both tokenizers get ordinary memory. Ids are not
 compared here (the tests do: tests/tok/test_huge_pages.py).
 """
 
@@ -36,13 +37,15 @@ def round_ratio(name: str, warm: list[str], timed: list[str], order: tuple[str, 
     toks = {}
     for mode in order:
         os.environ["TINYLLM_HUGE_PAGES"] = mode  # read as each table is made: the load, the first encode
-        tok = load(tokenizer_json(name))
-        for d in warm:
-            tok.encode(d)
-        toks[mode] = tok
+        toks[mode] = load(tokenizer_json(name))
+        toks[mode].encode(warm[0])  # the word cache's lines are made now, under this setting
     os.environ.pop("TINYLLM_HUGE_PAGES")
-    seconds = dict.fromkeys(toks, 0.0)
     order = list(toks)
+    for k, at in enumerate(range(0, len(warm), TURN)):
+        for mode in order[k % 2:] + order[:k % 2]:
+            for d in warm[at:at + TURN]:
+                toks[mode].encode(d)
+    seconds = dict.fromkeys(toks, 0.0)
     for k, at in enumerate(range(0, len(timed), TURN)):
         for mode in order[k % 2:] + order[:k % 2]:
             encode, texts = toks[mode].encode, fresh(timed[at:at + TURN])
