@@ -260,31 +260,35 @@ def fresh(texts: list[str]) -> list[str]:
     return [t.encode("utf-8").decode("utf-8") for t in texts]
 
 
+def turns(names: list[str], docs: list[str]):
+    """(name, chunk) for every chunk of `docs` and every name, in an order that rotates from
+    chunk to chunk: with A, B, C, chunk 0 goes to A B C, chunk 1 to B C A, chunk 2 to C A B."""
+    for k, at in enumerate(range(0, len(docs), CHUNK_DOCS)):
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            yield name, docs[at:at + CHUNK_DOCS]
+
+
 def paired_seconds(encoders: dict, warm: list[str], timed: list[str]) -> dict[str, float]:
     """Seconds each encoder spends on `timed`, after warming on `warm`, taken in shared turns.
 
-    With encoders A, B, C, chunk 0 runs A B C, chunk 1 runs B C A, chunk 2 runs C A B: every
-    library is as often the first of a round as the others. The warm-up is taken in the same
-    turns: warmed one library after another, the one warmed first was measured 10-20% slower over
-    the whole timed half (tinyllm against fastokens on Llama-3-style English: 0.79x warmed first,
+    Every library is as often the first of a round (`turns`) as the others. The warm-up is taken
+    in the same turns: warmed one library after another, the one warmed first was measured 10-20%
+    slower over the whole timed half (tinyllm against fastokens on Llama-3-style English: 0.79x warmed first,
     1.00x warmed second; two tinyllm tokenizers alike, and encoding the warm half again just
     before the timing took most of it away). The cause is not known; the fixed order charged it
     to the library listed first, always tinyllm.
     """
     names = list(encoders)
-    for k, at in enumerate(range(0, len(warm), CHUNK_DOCS)):
-        for lib in names[k % len(names):] + names[:k % len(names)]:
-            for d in warm[at:at + CHUNK_DOCS]:
-                encoders[lib](d)
+    for lib, chunk in turns(names, warm):
+        for d in chunk:
+            encoders[lib](d)
     seconds = dict.fromkeys(names, 0.0)
-    for k, at in enumerate(range(0, len(timed), CHUNK_DOCS)):
-        chunk = timed[at:at + CHUNK_DOCS]
-        for lib in names[k % len(names):] + names[:k % len(names)]:
-            encode, texts = encoders[lib], fresh(chunk)
-            start = time.perf_counter()
-            for d in texts:
-                encode(d)
-            seconds[lib] += time.perf_counter() - start
+    for lib, chunk in turns(names, timed):
+        encode, texts = encoders[lib], fresh(chunk)
+        start = time.perf_counter()
+        for d in texts:
+            encode(d)
+        seconds[lib] += time.perf_counter() - start
     return seconds
 
 

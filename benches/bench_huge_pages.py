@@ -4,17 +4,16 @@
 
 Each round loads the tokenizer twice, once with `TINYLLM_HUGE_PAGES=0` in the environment (every
 table in ordinary pages) and once without, warms both word caches on the first half of the
-documents (`unseen`) or on all of them (`again`), then times the second half; warm-up and timing
-go in turns of 25 documents that alternate which tokenizer goes first. Both live in the same
-process, as a tokenizer lives beside other work, so each turn starts with the other's data in the
-CPU's caches and TLB. The figure is the 4 KiB time over the 2 MiB time (above 1: the huge pages
-are faster), the geometric mean over the rounds.
+documents (`unseen`) or on all of them (`again`), then times the second half, warm-up and timing
+in the alternating turns of `bench_encode.paired_seconds` (whose docstring says why the warm-up
+too). Both live in the same process, as a tokenizer lives beside other work, so each turn starts
+with the other's data in the CPU's caches and TLB. The figure is the 4 KiB time over the 2 MiB
+time (above 1: the huge pages are faster), the geometric mean over the rounds. The rounds also
+alternate which one is made first, and the median of each order is printed: equal medians say
+no order effect is left.
 
-The warm-up goes in turns because of two identical tokenizers warmed one after the other, the
-one warmed first was measured 10-20% slower (Llama-3-style English; the cause is not known; see
-`bench_encode.paired_seconds`). The rounds also alternate which one is made first, and the
-median of each order is printed: equal medians say no order effect is left. Linux only: elsewhere both tokenizers get ordinary memory. Ids are not
-compared here (the tests do: tests/tok/test_huge_pages.py).
+Linux only: elsewhere both tokenizers get ordinary memory. Ids are not compared here (the tests
+do: tests/tok/test_huge_pages.py).
 """
 
 from __future__ import annotations
@@ -23,15 +22,13 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TURN = 25
 
 
 def round_ratio(name: str, warm: list[str], timed: list[str], order: tuple[str, str]) -> float:
-    from bench_encode import fresh, tokenizer_json
+    from bench_encode import paired_seconds, tokenizer_json
     from tinyllm.tok import load
 
     toks = {}
@@ -40,19 +37,7 @@ def round_ratio(name: str, warm: list[str], timed: list[str], order: tuple[str, 
         toks[mode] = load(tokenizer_json(name))
         toks[mode].encode(warm[0])  # the word cache's lines are made now, under this setting
     os.environ.pop("TINYLLM_HUGE_PAGES")
-    order = list(toks)
-    for k, at in enumerate(range(0, len(warm), TURN)):
-        for mode in order[k % 2:] + order[:k % 2]:
-            for d in warm[at:at + TURN]:
-                toks[mode].encode(d)
-    seconds = dict.fromkeys(toks, 0.0)
-    for k, at in enumerate(range(0, len(timed), TURN)):
-        for mode in order[k % 2:] + order[:k % 2]:
-            encode, texts = toks[mode].encode, fresh(timed[at:at + TURN])
-            start = time.perf_counter()
-            for d in texts:
-                encode(d)
-            seconds[mode] += time.perf_counter() - start
+    seconds = paired_seconds({mode: tok.encode for mode, tok in toks.items()}, warm, timed)
     return seconds["0"] / seconds["1"]
 
 

@@ -59,20 +59,18 @@ impl<T: Copy> ZeroedTable<T> {
         if len == 0 || size == 0 {
             return ZeroedTable::default();
         }
-        let bytes = len.saturating_mul(size);
-        let region = (pages == Pages::Huge)
-            .then(|| huge_pages::map_zeroed(bytes))
-            .flatten();
-        if let Some(region) = region {
-            // 2 MiB alignment suits every T.
-            return ZeroedTable {
-                first: region.cast::<T>(),
-                len,
-                block: Some(Block::Mapped(region, bytes)),
-            };
+        let bytes = len.checked_mul(size);
+        if let Some(bytes) = bytes.filter(|_| pages == Pages::Huge) {
+            if let Some(region) = huge_pages::map_zeroed(bytes) {
+                // 2 MiB alignment suits every T.
+                return ZeroedTable {
+                    first: region.cast::<T>(),
+                    len,
+                    block: Some(Block::Mapped(region, bytes)),
+                };
+            }
         }
-        let Some(layout) = len
-            .checked_mul(size)
+        let Some(layout) = bytes
             .and_then(|bytes| bytes.checked_add(align))
             .and_then(|bytes| Layout::from_size_align(bytes, CALLOC_ALIGN).ok())
         else {

@@ -229,6 +229,8 @@ impl BpeModel {
             internal.insert(id, external.len() as u32);
             external.push(id);
         }
+        // Every token the merges name is numbered now: in the loop below `intern` only looks ids
+        // up, and it numbers the unk token if no merge names it.
         let mut intern = |id: u32| -> u32 {
             *internal.entry(id).or_insert_with(|| {
                 external.push(id);
