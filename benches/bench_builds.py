@@ -10,8 +10,9 @@ both halves (`again`) and then times the second half; this is repeated `--passes
 cache cleared before each (`BpeEngine.clear_cache`), and the process reports its fastest pass.
 A round's ratio is the baseline's time over the build's, so above 1 is faster; the median over
 the rounds is the figure (these machines have slow phases that last minutes, so a build's time is
-only compared with the baseline's in the same round). Single thread. Ids are not compared here:
-`bench_encode.py` and the tests do that.
+only compared with the baseline's in the same round). Single thread, or with `--batch` one
+`encode_batch` of the warm half and one of the timed half on every core. Ids are not compared
+here: `bench_encode.py` and the tests do that.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def child(name: str, corpus: str, stage: str, docs: int, passes: int) -> float:
+def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: bool = False) -> float:
     """The fastest of `passes` timed passes, in seconds (run inside a build's process)."""
     sys.path.insert(0, str(HERE))
     from bench_encode import fresh, tokenizer_json
@@ -40,12 +41,19 @@ def child(name: str, corpus: str, stage: str, docs: int, passes: int) -> float:
     best = float("inf")
     for _ in range(passes):
         engine.clear_cache()
-        for d in warm + (timed if stage == "again" else []):
-            tok.encode(d)
+        seen = warm + (timed if stage == "again" else [])
+        if batch:
+            tok.encode_batch(seen)
+        else:
+            for d in seen:
+                tok.encode(d)
         texts = fresh(timed)  # no UTF-8 copy left in the objects by an earlier pass
         start = time.perf_counter()
-        for d in texts:
-            tok.encode(d)
+        if batch:
+            tok.encode_batch(texts)
+        else:
+            for d in texts:
+                tok.encode(d)
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -59,10 +67,11 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=4000, help="documents of the corpus (half timed)")
     ap.add_argument("--passes", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--batch", action="store_true", help="time encode_batch on every core instead")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(child(args.tokenizer, args.corpus, args.stage, args.docs, args.passes))
+        print(child(args.tokenizer, args.corpus, args.stage, args.docs, args.passes, args.batch))
         return 0
     if len(args.builds) < 2:
         ap.error("give at least two build directories")
@@ -74,17 +83,18 @@ def main() -> int:
     prepare([args.tokenizer])
     times: dict[str, list[float]] = {b: [] for b in args.builds}
     cmd = [sys.executable, __file__, "--child", "--tokenizer", args.tokenizer, "--corpus", args.corpus,
-           "--stage", args.stage, "--docs", str(args.docs), "--passes", str(args.passes)]
+           "--stage", args.stage, "--docs", str(args.docs), "--passes", str(args.passes)] + ["--batch"] * args.batch
+    threads = {} if args.batch else {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     for _ in range(args.rounds):
         for build in args.builds:
-            env = dict(os.environ, PYTHONPATH=build, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+            env = dict(os.environ, PYTHONPATH=build, **threads)
             run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=HERE.parent)
             if run.returncode != 0:
                 raise RuntimeError(f"{build}: the timed process failed:\n{run.stderr[-2000:]}")
             times[build].append(float(run.stdout.split()[-1]))
     base = args.builds[0]
-    print(f"{args.tokenizer}, {args.corpus}, {args.stage}: {args.rounds} rounds, fastest of {args.passes} "
-          "passes in each; speed = baseline time / build time")
+    print(f"{args.tokenizer}, {args.corpus}, {args.stage}{', batch' * args.batch}: {args.rounds} rounds, fastest "
+          f"of {args.passes} passes in each; speed = baseline time / build time")
     print("| build | median ms | speed vs baseline: median | min | max |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for build in args.builds:

@@ -22,6 +22,13 @@ chunk by chunk (100 documents), so a slow phase of the machine falls on every li
 UTF-8 conversion another one left in CPython's objects. Exactness is the share of documents (and
 of generated stress strings) whose ids equal Hugging Face's.
 
+Below each table, tinyllm's batched speed over its single-thread speed, measured alone as the
+batch is (single calls in turns with the peers run slower: each turn starts with the peers' data
+in the CPU's caches). Twice: against single calls that drop each list as soon as it is made
+(its memory is reused at once), and against single calls that keep every list, as the batch
+must (`[encode(t) for t in texts]`, the same output as `encode_batch(texts)`: the lists' fresh
+memory and the garbage collector's passes over them cost both alike).
+
 Needs `pip install '.[bench]'`; peers that are missing or cannot load the file are listed as such.
 Without ../shared/data it says so and exits 0.
 """
@@ -218,6 +225,8 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
     warm, timed = docs[:half], docs[half:]
     mb = sum(len(d.encode("utf-8")) for d in timed) / 1e6
     libs = load_libraries(name)
+    if mode == "alone":
+        return {"mbps": alone_mbps(libs["tinyllm"], warm, timed, mb, repeat), "errors": {}}
     results: dict[str, list[float]] = {lib: [] for lib in libs}
     errors: dict[str, str] = {}
     for _ in range(repeat):
@@ -258,6 +267,25 @@ def fresh(texts: list[str]) -> list[str]:
     new objects in real use (read from files or sockets), so every timed run gets its own.
     """
     return [t.encode("utf-8").decode("utf-8") for t in texts]
+
+
+def alone_mbps(factory, warm: list[str], timed: list[str], mb: float, repeat: int) -> dict[str, float]:
+    """Median MB/s of single calls over `timed` by one library alone, after warming a fresh
+    instance on `warm`: results dropped at once ("dropped") or all kept ("kept"), which of the
+    two goes first alternating by repeat."""
+    runs: dict[str, list[float]] = {"dropped": [], "kept": []}
+    for k in range(repeat):
+        for how in ("dropped", "kept") if k % 2 == 0 else ("kept", "dropped"):
+            encode, _ = factory()
+            for d in warm:
+                encode(d)
+            texts = fresh(timed)
+            start = time.perf_counter()
+            # `and None`: a dropped run keeps no list (an empty one is nothing to hold).
+            results = [encode(d) for d in texts] if how == "kept" else [encode(d) and None for d in texts]
+            runs[how].append(mb / (time.perf_counter() - start))
+            del results
+    return {how: statistics.median(v) for how, v in runs.items()}
 
 
 def turns(names: list[str], docs: list[str]):
@@ -331,7 +359,7 @@ def child(args) -> None:
 
 def run_child(name: str, corpus: str, repeat: int, mode: str) -> dict:
     env = dict(os.environ)
-    if mode == "single":
+    if mode in ("single", "alone"):
         env.update(RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     cmd = [sys.executable, __file__, "--child", "--mode", mode, "--tokenizer", name, "--corpus", corpus,
            "--repeat", str(repeat)]
@@ -344,6 +372,7 @@ def report(name: str, repeat: int, stress: int) -> None:
     for corpus in CORPORA:
         single = run_child(name, corpus, repeat, "single")
         batched = run_child(name, corpus, repeat, "batch")
+        alone = run_child(name, corpus, repeat, "alone")["mbps"]
         exact = exactness(name, corpus, stress)
         ours_single = single["mbps"].get("tinyllm")
         ours_batch = batched["mbps"].get("tinyllm")
@@ -363,6 +392,10 @@ def report(name: str, repeat: int, stress: int) -> None:
             corpus_share = f"{e['corpus']:.2%}" if "corpus" in e else "n/a"
             stress_share = f"{e['stress']:.2%}" if "stress" in e else "n/a"
             print(f"| {lib} | {s:.1f} | {ours_single / s:.2f}x | {b_text} | {b_ratio} | {corpus_share} | {stress_share} |")
+        if ours_batch:
+            dropped, kept = alone["dropped"], alone["kept"]
+            print(f"\ntinyllm alone, batched / single: {ours_batch / dropped:.2f}x ({dropped:.1f} MB/s single, "
+                  f"lists dropped); {ours_batch / kept:.2f}x ({kept:.1f} MB/s single, lists kept)")
         print()
 
 

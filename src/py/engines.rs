@@ -10,7 +10,6 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
-use rayon::prelude::*;
 
 use crate::engines::bpe::BpeEngine;
 use crate::engines::offsets::TokenOffsets;
@@ -90,13 +89,11 @@ macro_rules! engine_pymethods {
                 matchable: Vec<String>,
             ) -> PyResult<Bound<'py, PyList>> {
                 let matcher = self.inner.matcher(&matchable)?;
-                let owned = texts.iter().map(text_as_utf8).collect::<PyResult<Vec<_>>>()?;
-                let views: Vec<&str> = owned.iter().map(|c| c.as_ref()).collect();
+                let sources = crate::py::id_lists::sources(&texts)?;
                 let found = py.detach(|| {
-                    views
-                        .par_iter()
-                        .map(|t| self.inner.encode_offsets(t, matcher.as_deref()))
-                        .collect::<Result<Vec<_>, _>>()
+                    crate::py::id_lists::for_all(&sources, &|t| {
+                        self.inner.encode_offsets(t, matcher.as_deref())
+                    })
                 })?;
                 let tuples = found
                     .iter()

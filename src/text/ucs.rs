@@ -8,8 +8,8 @@
 //! convert in 0.20 ms against CPython's 0.35, those in 2-byte units (mostly CJK, one character
 //! at a time either way) in 6.1 against 6.4.
 //!
-//! A surrogate unit (U+D800..U+DFFF) has no UTF-8 form; the encoders stop and report it, and the
-//! caller takes the route that joins pairs and replaces lone ones (`py::text::text_as_utf8`).
+//! A surrogate unit (U+D800..U+DFFF) has no UTF-8 form; the encoders stop and report it, and
+//! [`utf8_lossy_from_units`] takes the route that joins pairs and replaces lone ones.
 //!
 //! ```
 //! use tinyllm::text::ucs::utf8_from_units;
@@ -166,10 +166,54 @@ pub fn utf8_from_units<T: Unit>(units: &[T], out: &mut Vec<u8>) -> bool {
     ok
 }
 
+/// The UTF-8 of `units` as Python's `str.encode("utf-16-le", "surrogatepass")` followed by a
+/// lossy UTF-16 decode gives it (tiktoken's rule for a `str` that holds surrogates): a high
+/// surrogate followed by a low one becomes the character they encode, any other surrogate
+/// U+FFFD. A code point above U+FFFF counts as its two UTF-16 units, so a unit past U+10FFFF
+/// (which no `str` holds) is U+FFFD too. Without a surrogate this is [`utf8_from_units`]; the
+/// flag says whether the text held one (then its UTF-8 is not the text itself).
+///
+/// ```
+/// use tinyllm::text::ucs::utf8_lossy_from_units;
+/// let joined = utf8_lossy_from_units(&[0x61u16, 0xD83D, 0xDE00, 0xDC00]);
+/// assert_eq!(joined, ("a😀\u{FFFD}".to_string(), true));
+/// assert_eq!(utf8_lossy_from_units(&[0x1F600u32]), ("😀".to_string(), false));
+/// ```
+pub fn utf8_lossy_from_units<T: Unit>(units: &[T]) -> (String, bool) {
+    let mut out = Vec::new();
+    if utf8_from_units(units, &mut out) {
+        // SAFETY: `utf8_from_units` writes UTF-8 only, and returned true: it wrote all of it.
+        return (unsafe { String::from_utf8_unchecked(out) }, false);
+    }
+    let mut wide = Vec::with_capacity(units.len() + units.len() / 8);
+    for &unit in units {
+        let c: u32 = unit.into();
+        match u16::try_from(c) {
+            Ok(u) => wide.push(u),
+            Err(_) => match char::from_u32(c) {
+                Some(ch) => wide.extend_from_slice(ch.encode_utf16(&mut [0; 2])),
+                None => wide.push(0xFFFD),
+            },
+        }
+    }
+    (String::from_utf16_lossy(&wide), true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::models::random::SplitMix64;
+
+    /// Fewer than `max_len` units, each `pick` of a random word.
+    fn random_units(rng: &mut SplitMix64, max_len: u64, pick: impl Fn(u64) -> u32) -> Vec<u32> {
+        let len = rng.next_u64() % max_len;
+        (0..len).map(|_| pick(rng.next_u64())).collect()
+    }
+
+    /// The units as UCS-2, when every one fits.
+    fn narrow(units: &[u32]) -> Option<Vec<u16>> {
+        units.iter().map(|&u| u16::try_from(u).ok()).collect()
+    }
 
     fn expected(units: &[u32]) -> Option<Vec<u8>> {
         let s: Option<String> = units.iter().map(|&u| char::from_u32(u)).collect();
@@ -200,6 +244,43 @@ mod tests {
             assert!(out.starts_with(b">ab"), "what came before is kept");
         }
         assert!(!utf8_from_units(&[0x4E16u16, 0xDC00], &mut Vec::new()));
+    }
+
+    #[test]
+    fn the_lossy_route_joins_pairs_and_replaces_lone_surrogates() {
+        // The rule spelled out on code points: a high surrogate directly followed by a low one
+        // is one character, every other surrogate is U+FFFD.
+        fn expected(units: &[u32]) -> String {
+            let mut out = String::new();
+            let mut k = 0;
+            while k < units.len() {
+                let c = units[k];
+                let next = units.get(k + 1).copied().unwrap_or(0);
+                if (0xD800..0xDC00).contains(&c) && (0xDC00..0xE000).contains(&next) {
+                    out.push(
+                        char::from_u32(0x10000 + ((c - 0xD800) << 10) + (next - 0xDC00)).unwrap(),
+                    );
+                    k += 2;
+                    continue;
+                }
+                out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+                k += 1;
+            }
+            out
+        }
+        let pool = [
+            0x61u32, 0x3B1, 0x4E16, 0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xD83D, 0xDE00, 0x1F600,
+        ];
+        let mut rng = SplitMix64::new(5);
+        for _ in 0..5000 {
+            let units = random_units(&mut rng, 12, |r| pool[(r >> 8) as usize % pool.len()]);
+            let surrogate = units.iter().any(|u| (0xD800..0xE000).contains(u));
+            let want = (expected(&units), surrogate);
+            assert_eq!(utf8_lossy_from_units(&units), want, "{units:X?}");
+            if let Some(narrow) = narrow(&units) {
+                assert_eq!(utf8_lossy_from_units(&narrow), want, "{units:X?}");
+            }
+        }
     }
 
     #[test]
@@ -242,22 +323,17 @@ mod tests {
         ];
         let mut rng = SplitMix64::new(7);
         for _ in 0..3000 {
-            let len = (rng.next_u64() % 40) as usize;
-            let units: Vec<u32> = (0..len)
-                .map(|_| {
-                    let r = rng.next_u64();
-                    if r % 3 == 0 {
-                        pool[(r >> 8) as usize % pool.len()]
-                    } else {
-                        0x61 + (r >> 8) as u32 % 26
-                    }
-                })
-                .collect();
+            let units = random_units(&mut rng, 40, |r| {
+                if r % 3 == 0 {
+                    pool[(r >> 8) as usize % pool.len()]
+                } else {
+                    0x61 + (r >> 8) as u32 % 26
+                }
+            });
             let mut out = b"x".to_vec();
             assert!(utf8_from_units(&units, &mut out));
             assert_eq!(&out[1..], expected(&units).unwrap(), "{units:X?}");
-            if units.iter().all(|&u| u <= 0xFFFF) {
-                let narrow: Vec<u16> = units.iter().map(|&u| u as u16).collect();
+            if let Some(narrow) = narrow(&units) {
                 let mut out16 = Vec::new();
                 assert!(utf8_from_units(&narrow, &mut out16));
                 assert_eq!(out16, expected(&units).unwrap());

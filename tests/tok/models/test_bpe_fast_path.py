@@ -4,6 +4,10 @@ The pre-tokenizer tests call `tinyllm._core.pre_tokenize` directly; the pipeline
 one tokenizer holds a `tinyllm._core.BpeEngine` and the other none (`use_reference()`)."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -108,6 +112,41 @@ def test_batch_equals_sequential_whatever_the_order():
     batch = tok.encode_batch(lines)
     assert batch == [tok.encode(line) for line in lines]
     assert tok.encode_batch(list(reversed(lines))) == list(reversed(batch))
+
+
+@needs_rust
+def test_batch_of_wide_texts_converted_by_the_workers_equals_one_by_one():
+    # Texts stored in 2- and 4-byte units, some with surrogates, are converted to UTF-8 by the
+    # thread that encodes them; enough of them that the batch goes to the pool.
+    fast, ref = fast_and_reference("gpt2")
+    pieces = ["日本語 ", "😀 ok ", "\ud800", "\udc00x", "\ud83d\ude00", "naïve ", "plain "]
+    texts = ["".join(pieces[(k * 7 + j) % len(pieces)] for j in range(k % 40)) + "世" for k in range(400)]
+    assert sum(len(t) for t in texts) > 8192
+    batch = fast.encode_batch(texts)
+    assert batch == [fast.encode(t) for t in texts] == [ref.encode(t) for t in texts]
+    flat_ids, offsets = fast.encode_batch_flat(texts)
+    assert [flat_ids[offsets[k]:offsets[k + 1]].tolist() for k in range(len(texts))] == batch
+
+
+@needs_rust
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_batch_equals_one_by_one_whatever_the_thread_count(threads):
+    # One thread: the calling thread encodes every text (no worker pool); more: the pool of
+    # RAYON_NUM_THREADS - 1 workers beside it, even past the machine's cores.
+    script = (
+        "import json, sys\n"
+        "from tests.peers import fixture_lines, ours\n"
+        "tok = ours('gpt2')\n"
+        "texts = fixture_lines() * 3 + ['日本語 ' * 50, '😀 x' * 40]\n"
+        "assert sum(map(len, texts)) > 8192\n"
+        "batch = tok.encode_batch(texts)\n"
+        "print(json.dumps([batch == [tok.encode(t) for t in texts], tok.encode_batch(texts[:2]) == batch[:2]]))\n"
+    )
+    env = dict(os.environ, RAYON_NUM_THREADS=threads)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                         cwd=Path(__file__).resolve().parents[3])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.splitlines()[-1]) == [True, True]
 
 
 @needs_rust

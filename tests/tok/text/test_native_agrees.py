@@ -94,6 +94,22 @@ def test_wide_strings_are_converted_in_the_core_as_python_converts_them(s, wide)
             assert core.wide_utf8(text_) == text_.encode("utf-8")
 
 
+_surrogate_texts = st.lists(
+    st.one_of(_wide_pieces, st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff", "\ud83d", "\ude00"])),
+    max_size=12,
+).map("".join)
+
+
+@needs_rust
+@given(_surrogate_texts, st.sampled_from(["世", "😀"]))
+def test_wide_strings_with_surrogates_are_cleaned_in_the_core_as_the_reference_cleans(s, wide):
+    for text_ in (s + wide, wide + s):
+        assert core.encode_utf8(text_) == text.to_utf8(text_)
+        assert core.clean_text(text_) == text.clean_text(text_)
+        if not _ABI3:
+            assert core.wide_utf8(text_) == text.to_utf8(text_)
+
+
 @needs_rust
 def test_the_core_leaves_to_cpython_what_it_does_not_convert():
     import ctypes
@@ -101,8 +117,9 @@ def test_the_core_leaves_to_cpython_what_it_does_not_convert():
 
     assert core.wide_utf8("ascii only") is None
     assert core.wide_utf8("café") is None  # one byte per character
-    for s in ("世\ud800", "😀 \udc00", "\ud83d\ude00世"):  # surrogates go through the cleaning route
-        assert core.wide_utf8(s) is None
+    for s in ("世\ud800", "😀 \udc00", "\ud83d\ude00世"):  # cleaned in the core, as Python cleans
+        if not _ABI3:
+            assert core.wide_utf8(s) == text.to_utf8(s)
         assert core.encode_utf8(s) == text.to_utf8(s)
     if _ABI3 or platform.python_implementation() != "CPython":
         return
