@@ -42,15 +42,15 @@ pub fn map_zeroed(bytes: usize) -> Option<NonNull<u8>> {
     if !wanted() {
         return None;
     }
-    map_region(bytes)
+    map_region(bytes, true)
 }
 
-/// [`map_zeroed`] whatever the environment says; only the advice follows it.
-fn map_region(bytes: usize) -> Option<NonNull<u8>> {
+/// A region as [`map_zeroed`] maps it, advised for huge pages only when `advise` is true.
+fn map_region(bytes: usize, advise: bool) -> Option<NonNull<u8>> {
     if !cfg!(target_os = "linux") || bytes < HUGE_PAGE {
         return None;
     }
-    map_aligned(bytes.checked_next_multiple_of(HUGE_PAGE)?, wanted())
+    map_aligned(bytes.checked_next_multiple_of(HUGE_PAGE)?, advise)
 }
 
 /// False when the environment says `TINYLLM_HUGE_PAGES=0` (read at each table's making, which
@@ -138,7 +138,7 @@ unsafe impl Allocator for TableAlloc {
         if !Self::mapped(layout) {
             return Global.allocate(layout);
         }
-        let region = map_region(layout.size()).ok_or(AllocError)?;
+        let region = map_region(layout.size(), wanted()).ok_or(AllocError)?;
         Ok(NonNull::slice_from_raw_parts(region, layout.size()))
     }
 
@@ -160,7 +160,7 @@ mod tests {
         assert!(map_zeroed(HUGE_PAGE - 1).is_none());
         for bytes in [HUGE_PAGE, 3 * HUGE_PAGE + 5] {
             // map_region: what map_zeroed maps, whatever TINYLLM_HUGE_PAGES says.
-            let region = map_region(bytes);
+            let region = map_region(bytes, true);
             if !cfg!(target_os = "linux") {
                 assert!(region.is_none());
                 continue;

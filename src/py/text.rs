@@ -49,7 +49,8 @@ pub(crate) fn text_as_utf8<'a>(text: &'a Bound<'_, PyString>) -> PyResult<Utf8<'
 }
 
 /// [`text_as_utf8`] of a `str` whose units this module does not read: CPython's UTF-8 (kept in
-/// the object), or, for a `str` holding a surrogate, the UTF-16 route through Python.
+/// the object), or, for a `str` holding a surrogate (only the stable-ABI build, which reads no
+/// units, meets one here), the UTF-16 route through Python.
 fn as_utf8_here<'a>(text: &'a Bound<'_, PyString>) -> PyResult<Utf8<'a>> {
     let done = |text, cleaned| Ok(Utf8 { text, cleaned });
     if let Ok(s) = text.to_str() {
