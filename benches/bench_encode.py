@@ -27,7 +27,14 @@ batch is (single calls in turns with the peers run slower: each turn starts with
 in the CPU's caches). Twice: against single calls that drop each list as soon as it is made
 (its memory is reused at once), and against single calls that keep every list, as the batch
 must (`[encode(t) for t in texts]`, the same output as `encode_batch(texts)`: the lists' fresh
-memory and the garbage collector's passes over them cost both alike).
+memory and the garbage collector's passes over them cost both alike). Then the cores each
+library's batch kept busy (CPU time of all its threads over the wall time), and tinyllm's CPU
+time per MB batched over that of single calls that keep their lists: above 1.0, the threads of a
+batch each do more work per MB than one thread alone (each thread's word cache learns only the
+texts that thread encodes), where a busy figure below the core count means idle cores. Last,
+every library's single-thread speed on its own (`each_alone`: warmed and timed one library after
+another, not in turns), beside the in-turn figures of the table: a check on the turns, which
+make every library reload its data into the CPU's caches after the others' turns.
 
 Needs `pip install '.[bench]'`; peers that are missing or cannot load the file are listed as such.
 Without ../shared/data it says so and exits 0.
@@ -226,8 +233,10 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
     mb = sum(len(d.encode("utf-8")) for d in timed) / 1e6
     libs = load_libraries(name)
     if mode == "alone":
-        return {"mbps": alone_mbps(libs["tinyllm"], warm, timed, mb, repeat), "errors": {}}
+        return {"mbps": alone_mbps(libs["tinyllm"], warm, timed, mb, repeat), "errors": {},
+                "each": each_alone(libs, warm, timed, mb, repeat)}
     results: dict[str, list[float]] = {lib: [] for lib in libs}
+    busy: dict[str, list[float]] = {lib: [] for lib in libs}
     errors: dict[str, str] = {}
     for _ in range(repeat):
         loaded = {}  # fresh instances every repeat, so no word cache has seen the timed half
@@ -249,13 +258,17 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
                     continue
                 batch(warm)
                 texts = fresh(timed)
-                start = time.perf_counter()
+                cpu, start = time.process_time(), time.perf_counter()
                 batch(texts)
                 seconds[lib] = time.perf_counter() - start
+                # CPU time of every thread of the process over the wall time: the cores the
+                # batch kept busy.
+                busy[lib].append((time.process_time() - cpu) / seconds[lib])
         for lib, s in seconds.items():
             results[lib].append(mb / s)
         del loaded
-    return {"mbps": {k: statistics.median(v) for k, v in results.items() if v}, "errors": errors}
+    return {"mbps": {k: statistics.median(v) for k, v in results.items() if v}, "errors": errors,
+            "busy": {k: statistics.median(v) for k, v in busy.items() if v}}
 
 
 def fresh(texts: list[str]) -> list[str]:
@@ -286,6 +299,30 @@ def alone_mbps(factory, warm: list[str], timed: list[str], mb: float, repeat: in
             runs[how].append(mb / (time.perf_counter() - start))
             del results
     return {how: statistics.median(v) for how, v in runs.items()}
+
+
+def each_alone(libs: dict, warm: list[str], timed: list[str], mb: float, repeat: int) -> dict[str, float]:
+    """Median MB/s of single calls over `timed` by each library on its own: a fresh instance
+    warmed on `warm` and timed at once, one library after another (the first one rotating by
+    repeat), so no peer's data sits in the CPU's caches between its calls, as in a process that
+    runs one tokenizer. Results are dropped at once."""
+    names = list(libs)
+    runs: dict[str, list[float]] = {lib: [] for lib in names}
+    for k in range(repeat):
+        for lib in names[k % len(names):] + names[:k % len(names)]:
+            loaded, _ = try_load(libs[lib])
+            if loaded is None:
+                continue
+            encode = loaded[0]
+            for d in warm:
+                encode(d)
+            texts = fresh(timed)
+            start = time.perf_counter()
+            for d in texts:
+                encode(d)
+            runs[lib].append(mb / (time.perf_counter() - start))
+            del loaded, encode
+    return {lib: statistics.median(v) for lib, v in runs.items() if v}
 
 
 def turns(names: list[str], docs: list[str]):
@@ -372,7 +409,8 @@ def report(name: str, repeat: int, stress: int) -> None:
     for corpus in CORPORA:
         single = run_child(name, corpus, repeat, "single")
         batched = run_child(name, corpus, repeat, "batch")
-        alone = run_child(name, corpus, repeat, "alone")["mbps"]
+        alone_run = run_child(name, corpus, repeat, "alone")
+        alone, each = alone_run["mbps"], alone_run.get("each", {})
         exact = exactness(name, corpus, stress)
         ours_single = single["mbps"].get("tinyllm")
         ours_batch = batched["mbps"].get("tinyllm")
@@ -396,6 +434,17 @@ def report(name: str, repeat: int, stress: int) -> None:
             dropped, kept = alone["dropped"], alone["kept"]
             print(f"\ntinyllm alone, batched / single: {ours_batch / dropped:.2f}x ({dropped:.1f} MB/s single, "
                   f"lists dropped); {ours_batch / kept:.2f}x ({kept:.1f} MB/s single, lists kept)")
+            busy = batched.get("busy", {})
+            if "tinyllm" in busy:
+                # CPU seconds per MB of the batch over those of single calls (one core, lists kept).
+                cost = busy["tinyllm"] * kept / ours_batch
+                print(f"cores busy in the batch (CPU time / wall time, {os.cpu_count()} cores): "
+                      + ", ".join(f"{lib} {b:.2f}" for lib, b in busy.items())
+                      + f"; tinyllm's CPU time per MB, batched / single: {cost:.2f}x")
+        if "tinyllm" in each and len(each) > 1:
+            ours = each["tinyllm"]
+            print("single thread, each library on its own (not in turns), MB/s and tinyllm / library: "
+                  + ", ".join(f"{lib} {v:.1f} ({ours / v:.2f}x)" for lib, v in each.items()))
         print()
 
 
