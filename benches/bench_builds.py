@@ -38,22 +38,20 @@ def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: boo
     tok = load(tokenizer_json(name))
     engine = tok.fast_engine()[0]
     warm, timed = halves(corpus, docs)
-    best = float("inf")
-    for _ in range(passes):
-        engine.clear_cache()
-        seen = warm + (timed if stage == "again" else [])
-        if batch:
-            tok.encode_batch(seen)
-        else:
-            for d in seen:
-                tok.encode(d)
-        texts = fresh(timed)  # no UTF-8 copy left in the objects by an earlier pass
-        start = time.perf_counter()
+    def encode_all(texts: list[str]) -> None:
         if batch:
             tok.encode_batch(texts)
         else:
             for d in texts:
                 tok.encode(d)
+
+    best = float("inf")
+    for _ in range(passes):
+        engine.clear_cache()
+        encode_all(warm + (timed if stage == "again" else []))
+        texts = fresh(timed)  # no UTF-8 copy left in the objects by an earlier pass
+        start = time.perf_counter()
+        encode_all(texts)
         best = min(best, time.perf_counter() - start)
     return best
 

@@ -288,17 +288,25 @@ def alone_mbps(factory, warm: list[str], timed: list[str], mb: float, repeat: in
     two goes first alternating by repeat."""
     runs: dict[str, list[float]] = {"dropped": [], "kept": []}
     for k in range(repeat):
-        for how in ("dropped", "kept") if k % 2 == 0 else ("kept", "dropped"):
+        for how in rotated(["dropped", "kept"], k):
             encode, _ = factory()
-            for d in warm:
-                encode(d)
-            texts = fresh(timed)
-            start = time.perf_counter()
-            # `and None`: a dropped run keeps no list (an empty one is nothing to hold).
-            results = [encode(d) for d in texts] if how == "kept" else [encode(d) and None for d in texts]
-            runs[how].append(mb / (time.perf_counter() - start))
-            del results
+            runs[how].append(single_mbps(encode, warm, timed, mb, keep=how == "kept"))
     return {how: statistics.median(v) for how, v in runs.items()}
+
+
+def single_mbps(encode, warm: list[str], timed: list[str], mb: float, keep: bool = False) -> float:
+    """MB/s of single calls over new `str` objects of `timed` by a fresh instance's `encode`,
+    after warming it on `warm`; every result kept until the timing ends, or each dropped at
+    once."""
+    for d in warm:
+        encode(d)
+    texts = fresh(timed)
+    start = time.perf_counter()
+    # `and None`: a dropped run keeps no list (an empty one is nothing to hold).
+    results = [encode(d) for d in texts] if keep else [encode(d) and None for d in texts]
+    seconds = time.perf_counter() - start
+    del results
+    return mb / seconds
 
 
 def each_alone(libs: dict, warm: list[str], timed: list[str], mb: float, repeat: int) -> dict[str, float]:
@@ -309,27 +317,24 @@ def each_alone(libs: dict, warm: list[str], timed: list[str], mb: float, repeat:
     names = list(libs)
     runs: dict[str, list[float]] = {lib: [] for lib in names}
     for k in range(repeat):
-        for lib in names[k % len(names):] + names[:k % len(names)]:
+        for lib in rotated(names, k):
             loaded, _ = try_load(libs[lib])
-            if loaded is None:
-                continue
-            encode = loaded[0]
-            for d in warm:
-                encode(d)
-            texts = fresh(timed)
-            start = time.perf_counter()
-            for d in texts:
-                encode(d)
-            runs[lib].append(mb / (time.perf_counter() - start))
-            del loaded, encode
+            if loaded is not None:
+                runs[lib].append(single_mbps(loaded[0], warm, timed, mb))
+            del loaded
     return {lib: statistics.median(v) for lib, v in runs.items() if v}
+
+
+def rotated(names: list[str], k: int) -> list[str]:
+    """`names` starting from the k-th (modulo their number): A B C, then B C A, then C A B."""
+    return names[k % len(names):] + names[:k % len(names)]
 
 
 def turns(names: list[str], docs: list[str]):
     """(name, chunk) for every chunk of `docs` and every name, in an order that rotates from
     chunk to chunk: with A, B, C, chunk 0 goes to A B C, chunk 1 to B C A, chunk 2 to C A B."""
     for k, at in enumerate(range(0, len(docs), CHUNK_DOCS)):
-        for name in names[k % len(names):] + names[:k % len(names)]:
+        for name in rotated(names, k):
             yield name, docs[at:at + CHUNK_DOCS]
 
 
