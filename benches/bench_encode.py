@@ -27,7 +27,9 @@ batch is (single calls in turns with the peers run slower: each turn starts with
 in the CPU's caches). Twice: against single calls that drop each list as soon as it is made
 (its memory is reused at once), and against single calls that keep every list, as the batch
 must (`[encode(t) for t in texts]`, the same output as `encode_batch(texts)`: the lists' fresh
-memory and the garbage collector's passes over them cost both alike). Then the cores each
+memory and the garbage collector's passes over them cost both alike), and a third time with
+single calls and batch paired in one process (`paired_scaling`: the first two divide medians
+from processes run minutes apart, which this host runs at different speeds). Then the cores each
 library's batch kept busy (CPU time of all its threads over the wall time), and tinyllm's CPU
 time per MB batched over that of single calls that keep their lists: above 1.0, the threads of a
 batch each do more work per MB than one thread alone (each thread's word cache learns only the
@@ -235,6 +237,8 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
     if mode == "alone":
         return {"mbps": alone_mbps(libs["tinyllm"], warm, timed, mb, repeat), "errors": {},
                 "each": each_alone(libs, warm, timed, mb, repeat)}
+    if mode == "paired":
+        return {"ratios": paired_scaling(libs["tinyllm"], warm, timed, mb, max(5, 2 * repeat))}
     results: dict[str, list[float]] = {lib: [] for lib in libs}
     busy: dict[str, list[float]] = {lib: [] for lib in libs}
     errors: dict[str, str] = {}
@@ -256,19 +260,46 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
                 if batch is None:
                     errors[lib] = "no batch API"
                     continue
-                batch(warm)
-                texts = fresh(timed)
-                cpu, start = time.process_time(), time.perf_counter()
-                batch(texts)
-                seconds[lib] = time.perf_counter() - start
+                seconds[lib], cpu = batch_seconds(batch, warm, timed)
                 # CPU time of every thread of the process over the wall time: the cores the
                 # batch kept busy.
-                busy[lib].append((time.process_time() - cpu) / seconds[lib])
+                busy[lib].append(cpu / seconds[lib])
         for lib, s in seconds.items():
             results[lib].append(mb / s)
         del loaded
     return {"mbps": {k: statistics.median(v) for k, v in results.items() if v}, "errors": errors,
             "busy": {k: statistics.median(v) for k, v in busy.items() if v}}
+
+
+def batch_seconds(batch, warm: list[str], timed: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (every thread's) of one batch call over new `str` objects of `timed`,
+    after a batch call over `warm`."""
+    batch(warm)
+    texts = fresh(timed)
+    cpu, start = time.process_time(), time.perf_counter()
+    batch(texts)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def paired_scaling(factory, warm: list[str], timed: list[str], mb: float, pairs: int) -> list[float]:
+    """tinyllm's batched MB/s over its single-call MB/s (lists kept), each pair measured back to
+    back in this one process on fresh instances, which of the two goes first alternating.
+
+    The other scaling figures divide medians from two processes run minutes apart, and on these
+    hosts one process runs the same single-thread work 20-30% faster or slower than the next
+    (GPT-2 English, seven processes in a row: medians of 124 to 165 MB/s); a pair shares the
+    phase of the machine."""
+    ratios = []
+    for k in range(pairs):
+        got = {}
+        for how in rotated(["single", "batch"], k):
+            encode, batch = factory()
+            if how == "single":
+                got[how] = single_mbps(encode, warm, timed, mb, keep=True)
+            else:
+                got[how] = mb / batch_seconds(batch, warm, timed)[0]
+        ratios.append(got["batch"] / got["single"])
+    return ratios
 
 
 def fresh(texts: list[str]) -> list[str]:
@@ -416,6 +447,7 @@ def report(name: str, repeat: int, stress: int) -> None:
         batched = run_child(name, corpus, repeat, "batch")
         alone_run = run_child(name, corpus, repeat, "alone")
         alone, each = alone_run["mbps"], alone_run.get("each", {})
+        paired = run_child(name, corpus, repeat, "paired")["ratios"]
         exact = exactness(name, corpus, stress)
         ours_single = single["mbps"].get("tinyllm")
         ours_batch = batched["mbps"].get("tinyllm")
@@ -439,6 +471,8 @@ def report(name: str, repeat: int, stress: int) -> None:
             dropped, kept = alone["dropped"], alone["kept"]
             print(f"\ntinyllm alone, batched / single: {ours_batch / dropped:.2f}x ({dropped:.1f} MB/s single, "
                   f"lists dropped); {ours_batch / kept:.2f}x ({kept:.1f} MB/s single, lists kept)")
+            print(f"tinyllm, batched / single in one process, {len(paired)} pairs back to back: "
+                  f"median {statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})")
             busy = batched.get("busy", {})
             if "tinyllm" in busy:
                 # CPU seconds per MB of the batch over those of single calls (one core, lists kept).

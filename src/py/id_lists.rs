@@ -8,7 +8,6 @@ use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
-use rayon::prelude::*;
 
 use crate::py::text::{text_as_utf8, text_source, Source};
 use crate::Error;
@@ -334,16 +333,58 @@ pub(crate) fn sources<'a>(texts: &'a [Bound<'_, PyString>]) -> PyResult<Vec<Sour
     texts.iter().map(text_source).collect()
 }
 
-/// `f` of every text, in order: on this thread for a small batch, else on the pool.
+/// `f` of every text, in order: on this thread for a small batch, else on this thread and the
+/// workers of [`batch_pool`], the same threads as [`IdLists::encode_batch`]'s. Every batch call
+/// then encodes with the same warm word-cache shards: on rayon's own pool, `encode_batch_flat`
+/// encoded on two more threads whose shards `encode` and `encode_batch` never warm, and a
+/// process that used both kinds of call kept four shards, two of them at the smallest size.
+/// The texts are handed out one at a time from a shared counter; the results go back in the
+/// order of the texts, so the first error is that of the first failing text.
 pub(crate) fn for_all<T: Send>(
     texts: &[Source<'_>],
     f: &(impl Fn(&str) -> Result<T, Error> + Sync),
 ) -> Result<Vec<T>, Error> {
-    if is_small(texts) {
-        texts.iter().map(|t| f(&t.utf8())).collect()
-    } else {
-        texts.par_iter().map(|t| f(&t.utf8())).collect()
+    let pool = match batch_pool() {
+        Some(pool) if !is_small(texts) => pool,
+        _ => return texts.iter().map(|t| f(&t.utf8())).collect(),
+    };
+    let n = texts.len();
+    let next = AtomicUsize::new(0);
+    let parts = std::sync::Mutex::new(Vec::new());
+    // Take texts until none is left, then hand over what this thread encoded.
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            if k >= n {
+                break;
+            }
+            done.push((k, f(&texts[k].utf8())));
+        }
+        (parts.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(done);
+    };
+    pool.in_place_scope(|scope| {
+        for _ in 0..pool.current_num_threads().min(n) {
+            scope.spawn(|_| work());
+        }
+        work();
+    });
+    let mut slots: Vec<Option<Result<T, Error>>> = (0..n).map(|_| None).collect();
+    let parts = (parts.into_inner()).unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (k, result) in parts.into_iter().flatten() {
+        slots[k] = Some(result);
     }
+    (slots.into_iter().enumerate())
+        .map(|(k, slot)| {
+            slot.unwrap_or_else(|| {
+                Err(Error::Unsupported(format!(
+                    "batch: texts[{k}] got no result"
+                )))
+            })
+        })
+        .collect()
 }
 
 impl IdLists {

@@ -132,7 +132,8 @@ def test_batch_of_wide_texts_converted_by_the_workers_equals_one_by_one():
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 def test_batch_equals_one_by_one_whatever_the_thread_count(threads):
     # One thread: the calling thread encodes every text (no worker pool); more: the pool of
-    # RAYON_NUM_THREADS - 1 workers beside it, even past the machine's cores.
+    # RAYON_NUM_THREADS - 1 workers beside it, even past the machine's cores. The flat batch
+    # shares them, and its ids come back in the order of the texts whoever encoded them.
     script = (
         "import json, sys\n"
         "from tests.peers import fixture_lines, ours\n"
@@ -140,13 +141,16 @@ def test_batch_equals_one_by_one_whatever_the_thread_count(threads):
         "texts = fixture_lines() * 3 + ['日本語 ' * 50, '😀 x' * 40]\n"
         "assert sum(map(len, texts)) > 8192\n"
         "batch = tok.encode_batch(texts)\n"
-        "print(json.dumps([batch == [tok.encode(t) for t in texts], tok.encode_batch(texts[:2]) == batch[:2]]))\n"
+        "ids, offsets = tok.encode_batch_flat(texts[::-1])\n"
+        "flat = [ids[offsets[k]:offsets[k + 1]].tolist() for k in range(len(texts))]\n"
+        "print(json.dumps([batch == [tok.encode(t) for t in texts], tok.encode_batch(texts[:2]) == batch[:2],\n"
+        "                  flat == batch[::-1]]))\n"
     )
     env = dict(os.environ, RAYON_NUM_THREADS=threads)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
                          cwd=Path(__file__).resolve().parents[3])
     assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout.splitlines()[-1]) == [True, True]
+    assert json.loads(out.stdout.splitlines()[-1]) == [True, True, True]
 
 
 @needs_rust
