@@ -287,7 +287,7 @@ def paired_scaling(factory, warm: list[str], timed: list[str], mb: float, pairs:
 
     The other scaling figures divide medians from two processes run minutes apart, and on these
     hosts one process runs the same single-thread work 20-30% faster or slower than the next
-    (GPT-2 English, seven processes in a row: medians of 124 to 165 MB/s); a pair shares the
+    (GPT-2 English, six processes in a row: medians of 124 to 165 MB/s); a pair shares the
     phase of the machine."""
     ratios = []
     for k in range(pairs):
