@@ -203,19 +203,14 @@ impl IdLists {
             return PyList::new(py, lists);
         }
         let mut lists: Vec<Option<Bound<'py, PyList>>> = (0..n).map(|_| None).collect();
-        let next = AtomicUsize::new(0);
-        // Taking a text: the next index not yet taken, if any.
-        let take = || {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            (k < n).then_some(k)
-        };
+        let claims = Claims::new(n);
         let (tx, rx) = mpsc::channel::<(usize, Result<Vec<u32>, Error>)>();
         let encode = &encode;
         let mut first_error: Option<PyErr> = None;
         let mut done = 0;
-        let (sources, take) = (&sources, &take);
+        let (sources, claims) = (&sources, &claims);
         let work = |tx: &mpsc::Sender<(usize, Result<Vec<u32>, Error>)>| {
-            while let Some(k) = take() {
+            while let Some(k) = claims.take() {
                 // A send fails only once the receiver is gone: stop.
                 if tx.send((k, encode(&sources[k].utf8()))).is_err() {
                     break;
@@ -239,7 +234,7 @@ impl IdLists {
                     done += 1;
                     continue;
                 }
-                if let Some(k) = take() {
+                if let Some(k) = claims.take() {
                     // After an error the rest are only counted: the call fails anyway.
                     if first_error.is_none() {
                         let ids = py.detach(|| encode(&sources[k].utf8()));
@@ -348,17 +343,12 @@ pub(crate) fn for_all<T: Send>(
         Some(pool) if !is_small(texts) => pool,
         _ => return texts.iter().map(|t| f(&t.utf8())).collect(),
     };
-    let n = texts.len();
-    let next = AtomicUsize::new(0);
+    let claims = Claims::new(texts.len());
     let parts = std::sync::Mutex::new(Vec::new());
     // Take texts until none is left, then hand over what this thread encoded.
     let work = || {
         let mut done = Vec::new();
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            if k >= n {
-                break;
-            }
+        while let Some(k) = claims.take() {
             done.push((k, f(&texts[k].utf8())));
         }
         (parts.lock())
@@ -366,25 +356,40 @@ pub(crate) fn for_all<T: Send>(
             .push(done);
     };
     pool.in_place_scope(|scope| {
-        for _ in 0..pool.current_num_threads().min(n) {
+        for _ in 0..pool.current_num_threads().min(texts.len()) {
             scope.spawn(|_| work());
         }
         work();
     });
-    let mut slots: Vec<Option<Result<T, Error>>> = (0..n).map(|_| None).collect();
-    let parts = (parts.into_inner()).unwrap_or_else(std::sync::PoisonError::into_inner);
-    for (k, result) in parts.into_iter().flatten() {
-        slots[k] = Some(result);
+    // Every index was taken exactly once (a worker's panic ends the scope with it).
+    let mut results: Vec<_> = (parts.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .into_iter()
+        .flatten()
+        .collect();
+    results.sort_unstable_by_key(|&(k, _)| k);
+    results.into_iter().map(|(_, result)| result).collect()
+}
+
+/// The texts of a batch, handed out one at a time, in order, to whichever thread asks next.
+struct Claims {
+    next: AtomicUsize,
+    n: usize,
+}
+
+impl Claims {
+    fn new(n: usize) -> Claims {
+        Claims {
+            next: AtomicUsize::new(0),
+            n,
+        }
     }
-    (slots.into_iter().enumerate())
-        .map(|(k, slot)| {
-            slot.unwrap_or_else(|| {
-                Err(Error::Unsupported(format!(
-                    "batch: texts[{k}] got no result"
-                )))
-            })
-        })
-        .collect()
+
+    /// The next index not yet taken, if any.
+    fn take(&self) -> Option<usize> {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        (k < self.n).then_some(k)
+    }
 }
 
 impl IdLists {
