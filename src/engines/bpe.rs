@@ -9,10 +9,12 @@
 //! ([`crate::models::bpe`]), through a word cache keyed by the exact piece bytes
 //! ([`crate::engines::word_cache`]).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::engines::look_ahead::Ahead;
 use crate::engines::offsets::{byte_level_gap, with_added_tokens, ByteTokens, TokenOffsets};
+use crate::engines::seeds::{Seeds, SEED_AFTER};
 use crate::engines::word_cache::ShardedCache;
 use crate::engines::Encoder;
 use crate::memory::huge_pages::Pages;
@@ -25,6 +27,8 @@ use crate::Error;
 
 pub struct BpeEngine {
     cache: ShardedCache,
+    /// Pieces merged so far (counted per text), up to [`SEED_AFTER`]: then the seeds are built.
+    merged: AtomicUsize,
     model: BpeModel,
     pre: ByteLevelPreTokenizer,
     added: AddedTokens,
@@ -41,6 +45,7 @@ impl BpeEngine {
     pub fn new(model: BpeModel, pre: ByteLevelPreTokenizer, added: Vec<(String, u32)>) -> Self {
         BpeEngine {
             cache: ShardedCache::new(Pages::Huge),
+            merged: AtomicUsize::new(0),
             model,
             pre,
             added: AddedTokens::new(added),
@@ -87,13 +92,42 @@ impl BpeEngine {
             return Ok(());
         }
         let mut cache = self.cache.for_current_thread();
-        self.normalized(text, |text| {
+        let mut merged = 0;
+        let result = self.normalized(text, |text| {
             let model = &self.model;
-            let mut ahead = Ahead::new(&mut cache, out, |piece, out| model.encode_word(piece, out));
+            let mut ahead = Ahead::new(&mut cache, out, |piece, out| {
+                merged += 1;
+                model.encode_word(piece, out)
+            });
             let result = self.pre.for_each_span(text, &mut ahead);
             ahead.finish();
             result
-        })
+        });
+        drop(cache);
+        if merged > 0 && !self.cache.has_seeds() {
+            let before = self.merged.fetch_add(merged, Ordering::Relaxed);
+            // The one call that crosses the mark builds them; the others go on meanwhile.
+            if before < SEED_AFTER && before + merged >= SEED_AFTER {
+                self.seed_cache();
+            }
+        }
+        result
+    }
+
+    /// How many seeds the word cache has (0 until they are built).
+    pub fn seed_count(&self) -> usize {
+        self.cache.seed_count()
+    }
+
+    /// Build the seeds now (see [`crate::engines::seeds`]) instead of after [`SEED_AFTER`]
+    /// merged pieces; ids are the same either way. Returns how many there are.
+    pub fn seed_cache(&self) -> usize {
+        if !self.cache.has_seeds() {
+            let model = &self.model;
+            let seeds = Seeds::build(|found| model.spelled_tokens(Seeds::wanted, found));
+            self.cache.set_seeds(seeds);
+        }
+        self.cache.seed_count()
     }
 
     /// BPE-dropout encoding of one text: pre-token k (counting across the whole text) draws from

@@ -7,7 +7,8 @@
 //! - [`word_cache`]: the per-engine cache of piece -> ids that both use, and [`look_ahead`],
 //!   the loop over a text's pieces that prefetches their cache lines (the cache's table lives in
 //!   [`crate::memory::zeroed_table`]);
-//! - [`offsets`]: each token's span in the raw text, for both.
+//! - [`offsets`]: each token's span in the raw text, for both;
+//! - [`seeds`]: the vocabulary's words, encoded once, that a BPE engine's cache shards start from.
 //!
 //! Both implement [`Encoder`], the calls they share. Engines sit above `stages` and `models`,
 //! which never import them.
@@ -23,6 +24,7 @@ use crate::Error;
 pub mod bpe;
 pub mod look_ahead;
 pub mod offsets;
+pub mod seeds;
 pub mod word_cache;
 pub mod wordpiece_unigram;
 

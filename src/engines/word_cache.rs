@@ -10,14 +10,16 @@
 //! size, for pieces of 33 to 1,024 bytes, which a line cannot hold. Both are allocated on first
 //! use and freed by `clear_cache`; the lines' memory is committed as lines are written
 //! ([`crate::memory::zeroed_table`]; 2 MiB pages where the system has them), so a shard that
-//! has seen little holds little.
+//! has seen little holds little. A BPE engine that has merged a few thousand pieces seeds its
+//! shards with the vocabulary's own words ([`crate::engines::seeds`]).
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
+use crate::engines::seeds::Seeds;
 use crate::memory::huge_pages::Pages;
 use crate::memory::zeroed_table::ZeroedTable;
 
@@ -181,6 +183,12 @@ pub struct Key {
 }
 
 impl Key {
+    /// Where the key's line is, in a table of the most lines: the order of [`Seeds`]
+    /// (a smaller table's line is this shifted right, so the order holds for every size).
+    pub fn line_index(&self) -> u32 {
+        self.index
+    }
+
     /// The key of `piece`, or None when it is too long to be cached.
     #[inline]
     pub fn of(piece: &[u8]) -> Option<Key> {
@@ -359,6 +367,8 @@ pub struct WordCache {
     disabled: bool,
     /// The pages the lines ask for.
     pages: Pages,
+    /// The engine's [`Seeds`] are in the lines (until the next `clear`).
+    seeded: bool,
 }
 
 impl WordCache {
@@ -427,6 +437,30 @@ impl WordCache {
     fn clear(&mut self) {
         self.lines = ZeroedTable::default();
         self.spill = Spill::default();
+        self.seeded = false;
+    }
+
+    /// Put each seed in an empty slot of its line; a line with no room keeps what it has (the
+    /// pieces this cache has met matter more than the vocabulary's). Seeds come in line order,
+    /// so the lines are written front to back.
+    pub fn seed(&mut self, seeds: &Seeds) {
+        self.seeded = true;
+        if self.disabled {
+            return;
+        }
+        for (piece, id) in seeds.iter() {
+            let Some(key) = Key::of(piece) else { continue };
+            let free = match self.line(&key) {
+                None => true,
+                Some(line) if line.meta0 == 0 => true,
+                Some(line) => line.meta0 & LONG == 0 && line.meta1 == 0 && short(&key, 1),
+            };
+            if free {
+                // In an empty line the seed takes the first slot; next to a short piece, the
+                // insert moves that piece to the second slot, the empty one.
+                self.insert(&key, &[id]);
+            }
+        }
     }
 
     /// Start fetching the line of `key` into the CPU cache (see [`Key`]).
@@ -481,7 +515,7 @@ impl WordCache {
         let Some(line) = self.lines.get_mut((key.index >> self.shift) as usize) else {
             return;
         };
-        if key.len as usize > SHORT_KEY || ids.len() > SHORT_IDS {
+        if !short(key, ids.len()) {
             line.set_long(key.words, key.len as usize, ids);
             return;
         }
@@ -494,6 +528,12 @@ impl WordCache {
         line.meta0 = ids.len() as u32 | key.len << 8;
         line.ids0[..ids.len()].copy_from_slice(ids);
     }
+}
+
+/// Whether a piece of `key` with `ids` ids takes a short slot.
+#[inline]
+fn short(key: &Key, ids: usize) -> bool {
+    key.len as usize <= SHORT_KEY && ids <= SHORT_IDS
 }
 
 /// Threads take numbers in the order they first encode; thread k uses shard k modulo the shard
@@ -515,6 +555,9 @@ pub struct ShardedCache {
     full_bits: u32,
     /// The pages every shard's lines ask for.
     pages: Pages,
+    /// Given once by the engine ([`ShardedCache::set_seeds`]), which seeds the shards in use;
+    /// the others are seeded when a thread first takes them, and each again after a `clear`.
+    seeds: OnceLock<Seeds>,
 }
 
 /// A locked shard, or (when another thread holds it) a cache that remembers nothing.
@@ -554,6 +597,7 @@ impl ShardedCache {
             full: AtomicUsize::new(cores),
             full_bits: lines.max(1).ilog2().clamp(MIN_LINE_BITS, MAX_LINE_BITS),
             pages,
+            seeds: OnceLock::new(),
         }
     }
 
@@ -570,7 +614,38 @@ impl ShardedCache {
         *shard = WordCache::with_line_bits(bits, self.pages);
     }
 
-    /// Forget every cached word (frees the memory).
+    /// Whether the seeds have been given.
+    pub fn has_seeds(&self) -> bool {
+        self.seeds.get().is_some()
+    }
+
+    /// How many seeds there are (0 before they are given).
+    pub fn seed_count(&self) -> usize {
+        self.seeds.get().map_or(0, Seeds::len)
+    }
+
+    /// Seed every shard in use now, and each other one when a thread first takes it (see
+    /// [`Seeds`]); later calls are ignored. A shard another thread is encoding with is waited for:
+    /// it is held for one text at a time, and seeding it here keeps the cost out of the batch
+    /// that thread is in.
+    pub fn set_seeds(&self, seeds: Seeds) {
+        if self.seeds.set(seeds).is_err() {
+            return;
+        }
+        let Some(seeds) = self.seeds.get() else {
+            return;
+        };
+        for shard in &self.shards {
+            let mut guard = shard
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if guard.sized && !guard.seeded {
+                guard.seed(seeds);
+            }
+        }
+    }
+
+    /// Forget every cached word (frees the memory; a shard taken again is seeded again).
     pub fn clear(&self) {
         for shard in &self.shards {
             match shard.lock() {
@@ -596,6 +671,11 @@ impl ShardedCache {
             }
         };
         self.size(&mut guard);
+        if let Some(seeds) = self.seeds.get() {
+            if !guard.seeded {
+                guard.seed(seeds);
+            }
+        }
         CacheGuard::Shard(guard)
     }
 }
@@ -640,6 +720,86 @@ mod tests {
             assert!(!cache.extend(&Key::of(other).unwrap(), &mut out));
         }
         assert!(cache.extend(&key, &mut out) && out == [1, 2]);
+    }
+
+    #[test]
+    fn seeds_fill_only_empty_slots_and_come_back_after_a_clear() {
+        // 32,768 lines (65,536 slots) and 100,000 seeds: lines overflow, and a piece the cache
+        // has learned must never be pushed out by one.
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS, Pages::Small);
+        let learned: Vec<Vec<u8>> = pieces().into_iter().step_by(7).take(600).collect();
+        for (k, piece) in learned.iter().enumerate() {
+            cache.insert(&Key::of(piece).unwrap(), &[k as u32, 7]);
+        }
+        let spelled: Vec<(Vec<u8>, u32)> = (0..100_000u32)
+            .map(|k| (format!("s{k}").into_bytes(), k + 1000))
+            .collect();
+        let seeds = Seeds::build(|found| {
+            for (piece, id) in &spelled {
+                found(piece, &[*id]);
+            }
+        });
+        assert_eq!(seeds.len(), spelled.len());
+        let lookup = |cache: &WordCache, piece: &[u8]| {
+            let mut out = Vec::new();
+            cache
+                .extend(&Key::of(piece).unwrap(), &mut out)
+                .then_some(out)
+        };
+        // (Two learned pieces may already have pushed out a third from their line.)
+        let held: Vec<(&Vec<u8>, Option<Vec<u32>>)> =
+            learned.iter().map(|p| (p, lookup(&cache, p))).collect();
+        assert!(held.iter().filter(|(_, ids)| ids.is_some()).count() > 550);
+        cache.seed(&seeds);
+        for (piece, ids) in held {
+            assert_eq!(lookup(&cache, piece), ids, "{piece:?}");
+        }
+        let count_seeded = |cache: &WordCache| {
+            let mut found = 0;
+            for (piece, id) in &spelled {
+                if let Some(ids) = lookup(cache, piece) {
+                    assert_eq!(ids, [*id]);
+                    found += 1;
+                }
+            }
+            found
+        };
+        let first = count_seeded(&cache);
+        assert!((40_000..65_536).contains(&first), "{first} seeds placed");
+        cache.clear();
+        assert!(!cache.seeded && lookup(&cache, &spelled[0].0).is_none());
+        cache.seed(&seeds);
+        assert!(
+            count_seeded(&cache) > first,
+            "an empty table takes more of them"
+        );
+    }
+
+    #[test]
+    fn seeds_reach_the_shards_in_use_at_once_and_the_others_when_taken() {
+        let cache = ShardedCache::new(Pages::Small);
+        let key = Key::of(b"seed").unwrap();
+        let found = |cache: &ShardedCache| {
+            let mut out = Vec::new();
+            cache
+                .for_current_thread()
+                .extend(&key, &mut out)
+                .then_some(out)
+        };
+        assert_eq!(found(&cache), None); // this thread's shard is now in use
+        cache.set_seeds(Seeds::build(|found| found(b"seed", &[42])));
+        let mine = thread_number() % cache.shards.len();
+        assert!(cache.shards[mine].lock().unwrap().seeded);
+        let unused = cache
+            .shards
+            .iter()
+            .filter(|s| !s.lock().unwrap().seeded)
+            .count();
+        assert_eq!(unused, cache.shards.len() - 1);
+        assert_eq!(found(&cache), Some(vec![42]));
+        std::thread::scope(|s| {
+            s.spawn(|| assert_eq!(found(&cache), Some(vec![42])));
+        });
     }
 
     #[test]

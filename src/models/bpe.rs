@@ -17,7 +17,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::memory::huge_pages::{Pages, TableAlloc};
 use crate::memory::zeroed_table::ZeroedTable;
-use crate::models::bpe_chars::{CharStarts, Listed};
+use crate::models::bpe_chars::{token_bytes, CharStarts, Listed};
 use crate::models::random::SplitMix64;
 use crate::Error;
 
@@ -280,22 +280,46 @@ impl BpeModel {
         })
     }
 
+    /// Every merge as (left, right, rank, merged), internal ids.
+    fn merge_list(&self) -> Vec<(u32, u32, u32, u32)> {
+        let grid = self.grid.entries();
+        let table = (self.merges.iter()).map(|(&p, &a)| ((p >> 32) as u32, p as u32, a));
+        grid.chain(table)
+            .map(|(l, r, a)| (l, r, (a >> 32) as u32, a as u32))
+            .collect()
+    }
+
     /// The character starts, built on first use.
     fn char_starts(&self) -> Option<&CharStarts> {
         self.chars
             .get_or_init(|| {
-                let grid = self.grid.entries();
-                let table = self
-                    .merges
-                    .iter()
-                    .map(|(&p, &a)| ((p >> 32) as u32, p as u32, a));
-                let merges: Vec<(u32, u32, u32, u32)> = grid
-                    .chain(table)
-                    .map(|(l, r, a)| (l, r, (a >> 32) as u32, a as u32))
-                    .collect();
+                let merges = self.merge_list();
                 CharStarts::build(&merges, self.external.len(), |l, r| self.pair(l, r))
             })
             .as_ref()
+    }
+
+    /// The bytes of every token the merges make (not the 256 bytes' own), in internal id order,
+    /// each with the ids [`Self::encode_word`] gives those bytes (nearly always the token alone):
+    /// what a word cache can be seeded with. `keep` picks the spellings worth encoding (by
+    /// length); `found` gets each kept spelling and its ids.
+    pub fn spelled_tokens(
+        &self,
+        keep: impl Fn(&[u8]) -> bool,
+        mut found: impl FnMut(&[u8], &[u32]),
+    ) {
+        let (pool, spans) = token_bytes(&self.merge_list(), self.external.len());
+        let mut out = Vec::new();
+        for &(start, len) in spans.iter().skip(256) {
+            let Some(bytes) = pool.get(start as usize..start as usize + len as usize) else {
+                continue; // no chain of merges makes this token
+            };
+            if keep(bytes) {
+                out.clear();
+                self.encode_word(bytes, &mut out);
+                found(bytes, &out);
+            }
+        }
     }
 
     /// Every character start by code point, with its external id; empty for a model without
@@ -763,6 +787,35 @@ mod tests {
             None,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn spelled_tokens_answer_as_encode_word_does() {
+        // `a bc` makes a second `abc` that the merges never reach from the bytes: `a b` ranks
+        // first, then `ab c`. Its spelling gets what encode_word gives, the first `abc`.
+        let mut byte_ids = vec![None; 256];
+        for (b, id) in [(b'a', 0), (b'b', 1), (b'c', 2)] {
+            byte_ids[b as usize] = Some(id);
+        }
+        let merges = [(0, 1, 0, 3), (1, 2, 1, 4), (3, 2, 2, 5), (0, 4, 3, 6)];
+        let model = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+        let mut got = Vec::new();
+        model.spelled_tokens(
+            |_| true,
+            |bytes, ids| got.push((bytes.to_vec(), ids.to_vec())),
+        );
+        got.sort();
+        let want: Vec<(Vec<u8>, Vec<u32>)> = vec![
+            (b"ab".to_vec(), vec![3]),
+            (b"abc".to_vec(), vec![5]),
+            (b"abc".to_vec(), vec![5]),
+            (b"bc".to_vec(), vec![4]),
+        ];
+        assert_eq!(got, want);
+        let mut short = Vec::new();
+        model.spelled_tokens(|b| b.len() < 3, |bytes, _| short.push(bytes.to_vec()));
+        short.sort();
+        assert_eq!(short, [b"ab".to_vec(), b"bc".to_vec()]);
     }
 
     #[test]

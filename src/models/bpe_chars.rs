@@ -352,7 +352,10 @@ fn gather<'a, 'p>(
 /// the bytes; a merged token gets its two sides joined as soon as some merge making it has both
 /// sides made (all such merges spell the same bytes in a vocabulary read from text). Tokens that
 /// no chain of merges reaches get [`NO_BYTES`]: they can never stand in a word.
-fn token_bytes(merges: &[(u32, u32, u32, u32)], id_count: usize) -> (Vec<u8>, Vec<(u32, u32)>) {
+pub(crate) fn token_bytes(
+    merges: &[(u32, u32, u32, u32)],
+    id_count: usize,
+) -> (Vec<u8>, Vec<(u32, u32)>) {
     // The merges each id takes part in, as one array cut by offsets.
     let mut offsets = vec![0u32; id_count + 1];
     for &(l, r, _, _) in merges {

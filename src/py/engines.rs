@@ -222,6 +222,18 @@ engine_pymethods!(PyBpeEngine {
         self.inner.has_token_texts()
     }
 
+    /// Seed the word cache with the vocabulary's words now, instead of after the first few
+    /// thousand merged pieces (ids never change; see `tinyllm::engines::seeds`). Returns how
+    /// many seeds there are.
+    fn seed_cache(&self, py: Python<'_>) -> usize {
+        py.detach(|| self.inner.seed_cache())
+    }
+
+    /// How many seeds the word cache has (0 until they are built).
+    fn seed_count(&self) -> usize {
+        self.inner.seed_count()
+    }
+
     /// The characters a word may start from as whole tokens: (character, id, bytes that may not
     /// come just before it, bytes that may not come just after it), by code point. What the
     /// tests compare with `tinyllm.tok.models.bpe_chars.char_starts`.
