@@ -12,8 +12,8 @@
 //! piece, so no id can change: for a token whose bytes merge to something else (one the merge
 //! order never reaches), the seed holds what the merges give, or is left out if that is several
 //! ids. The call that crosses the mark pays for the seeds (15 ms for GPT-2's 50,000 merges, 50
-//! for a Llama-3-style file's 100,000, 85-120 for 200,000), and each shard pays 2-25 ms to take
-//! them when a thread next locks it; `BpeEngine::seed_cache` pays up front instead.
+//! for a Llama-3-style file's 100,000, 85-120 for 200,000) and seeds the shards in use (2-25 ms
+//! each; a shard first taken later is seeded then); `BpeEngine::seed_cache` pays up front.
 //!
 //! Seeds only fill empty slots ([`crate::engines::word_cache::WordCache::seed`]): a shard that
 //! has already learned pieces keeps them all. They are kept in line order, so seeding a shard

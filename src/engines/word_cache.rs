@@ -450,15 +450,19 @@ impl WordCache {
         }
         for (piece, id) in seeds.iter() {
             let Some(key) = Key::of(piece) else { continue };
-            let free = match self.line(&key) {
-                None => true,
-                Some(line) if line.meta0 == 0 => true,
-                Some(line) => line.meta0 & LONG == 0 && line.meta1 == 0 && short(&key, 1),
-            };
-            if free {
-                // In an empty line the seed takes the first slot; next to a short piece, the
-                // insert moves that piece to the second slot, the empty one.
-                self.insert(&key, &[id]);
+            match self.line(&key) {
+                None => self.insert(&key, &[id]),
+                Some(line) if line.meta0 == 0 => self.insert(&key, &[id]),
+                Some(line) if line.meta0 & LONG == 0 && line.meta1 == 0 && short(&key, 1) => {
+                    // Beside a short piece, in the second slot: the piece the cache learned
+                    // stays first, where a lookup tries first (`insert` would move it).
+                    let at = (key.index >> self.shift) as usize;
+                    if let Some(line) = self.lines.get_mut(at) {
+                        (line.key1, line.meta1) = ([key.words[0], key.words[1]], 1 | key.len << 8);
+                        line.ids1[0] = id;
+                    }
+                }
+                Some(_) => {}
             }
         }
     }
@@ -750,9 +754,16 @@ mod tests {
         let held: Vec<(&Vec<u8>, Option<Vec<u32>>)> =
             learned.iter().map(|p| (p, lookup(&cache, p))).collect();
         assert!(held.iter().filter(|(_, ids)| ids.is_some()).count() > 550);
+        // Which slot each is in: a seed must not move a learned piece out of the first.
+        let first = |cache: &WordCache, piece: &[u8]| {
+            let key = Key::of(piece).unwrap();
+            cache.line(&key).is_some_and(|line| key.in_first(line))
+        };
+        let slots: Vec<bool> = learned.iter().map(|p| first(&cache, p)).collect();
         cache.seed(&seeds);
-        for (piece, ids) in held {
+        for ((piece, ids), was_first) in held.into_iter().zip(slots) {
             assert_eq!(lookup(&cache, piece), ids, "{piece:?}");
+            assert_eq!(first(&cache, piece), was_first, "{piece:?}");
         }
         let count_seeded = |cache: &WordCache| {
             let mut found = 0;
