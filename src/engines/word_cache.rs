@@ -649,7 +649,8 @@ impl ShardedCache {
         }
     }
 
-    /// Forget every cached word (frees the memory; a shard taken again is seeded again).
+    /// Forget every cached word (frees the lines; the seeds stay, and a shard taken again is
+    /// seeded again).
     pub fn clear(&self) {
         for shard in &self.shards {
             match shard.lock() {
