@@ -55,6 +55,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let walk_mib: usize = std::env::var("WALK").map_or(Ok(0), |w| w.parse())?;
     let lines = vec![1u64; walk_mib << 17];
+    // Before piece `k`: 64 lines, 8 u64s apart or more, at places that differ from piece to piece.
+    let walk = |k: usize| -> u64 {
+        (0..64)
+            .map(|j| lines[((k * 64 + j) * 9973 * 8) % lines.len()])
+            .sum()
+    };
     let mut walked = 0u64;
     let mut best = f64::MAX;
     for _ in 0..passes {
@@ -62,10 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let start = Instant::now();
         for (k, p) in pieces.iter().enumerate() {
             if !lines.is_empty() {
-                // 64 lines, 8 u64s apart or more, at places that differ from piece to piece.
-                for j in 0..64 {
-                    walked += lines[((k * 64 + j) * 9973 * 8) % lines.len()];
-                }
+                walked += walk(k);
             }
             model.encode_word(p, &mut out);
         }
@@ -76,11 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut walk_alone = 0.0;
     if !lines.is_empty() {
         let start = Instant::now();
-        for k in pieces.len()..2 * pieces.len() {
-            for j in 0..64 {
-                walked += lines[((k * 64 + j) * 9973 * 8) % lines.len()];
-            }
-        }
+        walked += (pieces.len()..2 * pieces.len()).map(walk).sum::<u64>();
         walk_alone = start.elapsed().as_secs_f64();
         best -= walk_alone;
     }

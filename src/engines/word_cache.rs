@@ -434,6 +434,11 @@ impl WordCache {
         self.lines.get((key.index >> self.shift) as usize)
     }
 
+    #[inline(always)]
+    fn line_mut(&mut self, key: &Key) -> Option<&mut Line> {
+        self.lines.get_mut((key.index >> self.shift) as usize)
+    }
+
     fn clear(&mut self) {
         self.lines = ZeroedTable::default();
         self.spill = Spill::default();
@@ -450,19 +455,17 @@ impl WordCache {
         }
         for (piece, id) in seeds.iter() {
             let Some(key) = Key::of(piece) else { continue };
-            match self.line(&key) {
-                None => self.insert(&key, &[id]),
-                Some(line) if line.meta0 == 0 => self.insert(&key, &[id]),
-                Some(line) if line.meta0 & LONG == 0 && line.meta1 == 0 && short(&key, 1) => {
-                    // Beside a short piece, in the second slot: the piece the cache learned
+            match self.line_mut(&key) {
+                Some(line) if line.meta0 != 0 => {
+                    // Beside a short piece, in the empty second slot: the piece the cache learned
                     // stays first, where a lookup tries first (`insert` would move it).
-                    let at = (key.index >> self.shift) as usize;
-                    if let Some(line) = self.lines.get_mut(at) {
+                    if line.meta0 & LONG == 0 && line.meta1 == 0 && short(&key, 1) {
                         (line.key1, line.meta1) = ([key.words[0], key.words[1]], 1 | key.len << 8);
                         line.ids1[0] = id;
                     }
                 }
-                Some(_) => {}
+                // An empty line, or no table yet: the seed takes the first slot.
+                _ => self.insert(&key, &[id]),
             }
         }
     }
@@ -516,7 +519,7 @@ impl WordCache {
             // SAFETY: a line of zero bytes is `Line::default()`, two empty slots.
             self.lines = unsafe { ZeroedTable::new(self.line_count(), self.pages) };
         }
-        let Some(line) = self.lines.get_mut((key.index >> self.shift) as usize) else {
+        let Some(line) = self.line_mut(key) else {
             return;
         };
         if !short(key, ids.len()) {
