@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from tests.support.rust import needs_rust  # noqa: E402
 from tests.support.sse import events  # noqa: E402
 from tinyllm.serve import Limits, create_app  # noqa: E402
 from tinyllm.tok import load  # noqa: E402
@@ -74,6 +75,13 @@ def assert_error(r, status: int, param: str) -> None:
 def test_healthz(client):
     r = client.get("/healthz")
     assert r.status_code == 200 and r.json() == {"status": "ok", "tokenizers": 2}
+
+
+@needs_rust
+def test_the_service_seeds_its_bpe_word_caches_at_start_up(client):
+    # Without warm_up the seeds come only after 4,096 merged pieces, inside some request.
+    for tok in client.app.state.registry.tokenizers.values():
+        assert tok.fast_engine()[0].seed_count() > 40_000
 
 
 def test_tokenizers_lists_each_served_tokenizer_as_the_library_sees_it(client, toks):

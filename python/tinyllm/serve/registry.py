@@ -24,6 +24,8 @@ class Registry:
             key = os.fspath(name)
             if key not in self.tokenizers:
                 self.tokenizers[key] = loader(key)
+                # So that no request pays for what a tokenizer builds on its first calls.
+                self.tokenizers[key].warm_up()
                 self.templates[key] = _template(key)
         if not self.tokenizers:
             raise ValueError("tokenizers: found none; expected at least one preset name or path")

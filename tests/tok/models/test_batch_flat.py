@@ -53,3 +53,19 @@ def test_flat_of_nothing_and_errors():
     with pytest.raises(ValueError):
         tok.encode_batch_flat(["<|endoftext|>"], disallowed_special="all")
     assert flatten([[1, 2], [], [3]]) == (array("I", [1, 2, 3]), array("Q", [0, 2, 2, 3]))
+
+
+class Text(str):
+    """A `str` subclass: accepted like a `str`."""
+
+
+@pytest.mark.parametrize("call", ["encode_batch", "encode_batch_flat"])
+def test_batch_input_is_checked_per_item_and_str_subclasses_pass(call):
+    tok = ours("gpt2")
+    encode = getattr(tok, call)
+    with pytest.raises(ValueError, match=rf"{call}: texts\[2\]: expected a str, got bytes"):
+        encode(["a", "b", b"c"])
+    with pytest.raises(ValueError, match=rf"{call}: texts\[0\]: expected a str, got NoneType"):
+        encode(iter([None]))
+    plain = encode(["hello world", "x"])
+    assert encode((Text("hello world"), "x")) == plain
