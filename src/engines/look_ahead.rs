@@ -94,7 +94,8 @@ impl<'a, F: FnMut(&[u8], &mut Vec<u32>)> Ahead<'a, F> {
     }
 }
 
-/// A piece the cache does not hold: encode it and remember it. Kept out of line so that the hit
+/// A piece the cache's lines do not hold: its ids from the overflow buffer when it has more than a
+/// line holds and is kept there, else encoded and remembered. Kept out of line so that the hit
 /// path, nearly every piece, stays small.
 #[inline(never)]
 fn miss(
@@ -103,6 +104,9 @@ fn miss(
     encode_word: &mut impl FnMut(&[u8], &mut Vec<u32>),
     key: &Key,
 ) {
+    if cache.extend_overflow(key, out) {
+        return;
+    }
     let mut buf = [0u8; MAX_KEY];
     let n = key.bytes(&mut buf);
     let start = out.len();

@@ -6,8 +6,9 @@
 //! contend and the memory goes when the engine goes. Results never depend on what it holds.
 //!
 //! A shard is a fixed table of cache lines (8 MiB on machines of up to 8 cores, less per shard on
-//! bigger ones) for pieces of up to 32 bytes and 7 ids, and a spill store, at most half that
-//! size, for pieces of 33 to 1,024 bytes, which a line cannot hold. Both are allocated on first
+//! bigger ones) for pieces of up to 32 bytes (the ids of a piece of more than 7 sit in a side
+//! buffer of at most 1 MiB, [`Overflow`]), and a spill store, at most half the lines' size, for
+//! pieces of 33 to 1,024 bytes, which a line cannot hold. Both are allocated on first
 //! use and freed by `clear_cache`; the lines' memory is committed as lines are written
 //! ([`crate::memory::zeroed_table`]; 2 MiB pages where the system has them), so a shard that
 //! has seen little holds little. A BPE engine that has merged a few thousand pieces seeds its
@@ -23,10 +24,11 @@ use crate::engines::seeds::Seeds;
 use crate::memory::huge_pages::Pages;
 use crate::memory::zeroed_table::ZeroedTable;
 
-/// Pieces of at most this many bytes, with at most [`LONG_IDS`] ids, are cached in the lines;
-/// longer ones in the [`Spill`] store.
+/// Pieces of at most this many bytes are cached in the lines (with their ids there when they
+/// have at most [`LONG_IDS`], else in the [`Overflow`] buffer); longer ones in the [`Spill`]
+/// store.
 pub const MAX_KEY: usize = 32;
-/// The most ids of a piece in a short slot, and of a piece at all.
+/// The most ids of a piece in a short slot, and in a long entry's line.
 const SHORT_IDS: usize = 3;
 const LONG_IDS: usize = 7;
 /// The longest piece a short slot holds.
@@ -63,6 +65,8 @@ const LONG: u32 = 1 << 16;
 /// (two ways of whole-line slots, two lines per lookup, measured slower than one way).
 /// A longer piece, or one with 4 to 7 ids, takes the whole line: `meta0` then has [`LONG`], the
 /// ids run on from `ids0` over `key1`, and the key's last two words sit in `meta1` and `ids1`.
+/// For a piece of more ids, that room holds where they are in the [`Overflow`] buffer, and the
+/// length byte has [`IN_OVERFLOW`] set.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct Line {
@@ -98,16 +102,19 @@ impl Line {
         unsafe { std::ptr::read(self.at::<[u64; 2]>(std::mem::offset_of!(Line, meta1))) }
     }
 
+    /// Make the line one long entry: the key's words, its length, its number of ids `count`,
+    /// and `stored` in the room for ids (the ids, or where [`Overflow`] keeps them).
     #[inline]
-    fn set_long(&mut self, words: [u64; 4], len: usize, ids: &[u32]) {
+    fn set_long(&mut self, words: [u64; 4], len: usize, count: usize, stored: &[u32]) {
+        let stored = &stored[..stored.len().min(LONG_IDS)];
         self.key0 = [words[0], words[1]];
-        self.meta0 = ids.len() as u32 | (len as u32) << 8 | LONG;
+        self.meta0 = count as u32 | (len as u32) << 8 | LONG;
         let base = self as *mut Line as *mut u8;
         // SAFETY: repr(C): `ids0` and `key1` are 28 contiguous bytes, room for LONG_IDS ids;
         // `meta1` and `ids1` the last 16 bytes of the line, 8-byte aligned.
         unsafe {
             let at = base.add(std::mem::offset_of!(Line, ids0)) as *mut u32;
-            std::ptr::copy_nonoverlapping(ids.as_ptr(), at, ids.len());
+            std::ptr::copy_nonoverlapping(stored.as_ptr(), at, stored.len());
             let tail = base.add(std::mem::offset_of!(Line, meta1)) as *mut [u64; 2];
             std::ptr::write(tail, [words[2], words[3]]);
         }
@@ -252,6 +259,15 @@ impl Key {
         self.len as usize
     }
 
+    /// This key as a long entry with its ids in the [`Overflow`] buffer has it: its length byte
+    /// with [`IN_OVERFLOW`], so that [`Key::in_first`] of the plain key never matches that entry.
+    fn overflowed(&self) -> Key {
+        Key {
+            len: self.len | IN_OVERFLOW,
+            ..*self
+        }
+    }
+
     /// Whether the first slot (or the long entry) of `line` holds this piece.
     #[inline(always)]
     fn in_first(&self, line: &Line) -> bool {
@@ -352,8 +368,87 @@ impl Spill {
     }
 }
 
+/// The ids of the pieces of up to [`MAX_KEY`] bytes that have more than [`LONG_IDS`], which a
+/// line cannot hold: a long entry's line keeps the piece's key and, in place of the ids, where
+/// they are here and this buffer's generation. Appended to, and emptied whole (a new generation,
+/// so that no line finds its old place) when it would pass [`OVERFLOW_IDS`].
+///
+/// Such pieces are rare in most text but not everywhere: GPT-2's vocabulary spells a code line's
+/// indentation one space at a time, so `"\n" + 7 spaces` is 8 ids, and on the shared code corpus
+/// 5% of the pieces (35% of the ids) are like it; each was merged again on every occurrence, 15%
+/// of the time of code seen before.
+#[derive(Default)]
+struct Overflow {
+    ids: Vec<u32>,
+    generation: u32,
+}
+
+/// The most ids the [`Overflow`] buffer holds (1 MiB).
+const OVERFLOW_IDS: usize = 1 << 18;
+/// Set in the length byte of a long entry whose ids are in the [`Overflow`] buffer (lengths are
+/// at most [`MAX_KEY`], below it).
+const IN_OVERFLOW: u32 = 0x80;
+
+impl Overflow {
+    /// Keep `ids`; (where, generation) to store in the line.
+    fn push(&mut self, ids: &[u32]) -> [u32; 2] {
+        if self.ids.len() + ids.len() > OVERFLOW_IDS || self.generation == 0 {
+            self.ids.clear();
+            // Generation 0 is never handed out: a line written before the first push cannot
+            // match.
+            self.generation = self.generation.wrapping_add(1).max(1);
+        }
+        let at = self.ids.len() as u32;
+        self.ids.extend_from_slice(ids);
+        [at, self.generation]
+    }
+
+    /// The `count` ids a line stored as `[where, generation]`, unless the buffer has been
+    /// emptied since.
+    fn get(&self, stored: [u32; 2], count: usize) -> Option<&[u32]> {
+        let [at, generation] = stored;
+        (generation == self.generation)
+            .then(|| self.ids.get(at as usize..at as usize + count))
+            .flatten()
+    }
+}
+
+/// The pieces of more than [`LONG_IDS`] ids that have missed once while their line was taken: a
+/// fingerprint per slot, by line. Such a piece takes a line that holds other pieces only on its
+/// second miss while it is remembered here. On multilingual text they are mostly words seen once
+/// (o200k, the shared corpus: 39 of 7,810 come back), and taking their lines at once pushed out
+/// pieces that come back (0.956-0.972 on that text encoded again); GPT-2's indentation pieces
+/// come back thousands of times, and an empty line alone was not enough for them (1.053 on code
+/// against 1.081 for taking the line at once).
+#[derive(Default)]
+struct Knocks {
+    fingerprints: Vec<u32>,
+}
+
+/// Slots of [`Knocks`] (16 KB).
+const KNOCKS: usize = 4096;
+
+impl Knocks {
+    /// Whether `key`'s piece was the last to knock at its slot (then forgotten); if not, it is
+    /// remembered as the last.
+    fn second(&mut self, key: &Key) -> bool {
+        if self.fingerprints.is_empty() {
+            self.fingerprints = vec![0; KNOCKS];
+        }
+        let w = key.words;
+        // Never 0, the empty slot's value. A collision only lets a piece in early.
+        let fingerprint =
+            ((w[0] ^ w[1].rotate_left(19) ^ w[2].rotate_left(38) ^ w[3]) as u32 ^ key.len) | 1;
+        let slot = &mut self.fingerprints[key.index as usize % KNOCKS];
+        let again = *slot == fingerprint;
+        *slot = if again { 0 } else { fingerprint };
+        again
+    }
+}
+
 /// A word cache of [`Line`]s, each a set of two short slots or one long entry, picked by the
-/// piece's hash, and a [`Spill`] store for the pieces no line can hold. Results never depend on
+/// piece's hash, with an [`Overflow`] buffer for the ids of pieces of more than
+/// [`LONG_IDS`], and a [`Spill`] store for the pieces no line can hold. Results never depend on
 /// what it holds.
 #[derive(Default)]
 pub struct WordCache {
@@ -363,6 +458,8 @@ pub struct WordCache {
     /// The shift was chosen for this cache (a shard is sized when a thread first takes it).
     sized: bool,
     spill: Spill,
+    overflow: Overflow,
+    knocks: Knocks,
     /// A stand-in for a shard that another thread holds: remembers nothing.
     disabled: bool,
     /// The pages the lines ask for.
@@ -379,7 +476,7 @@ impl WordCache {
             self.encode_long(piece, out, encode);
             return;
         };
-        if self.extend(&key, out) {
+        if self.extend(&key, out) || self.extend_overflow(&key, out) {
             return;
         }
         let start = out.len();
@@ -442,6 +539,8 @@ impl WordCache {
     fn clear(&mut self) {
         self.lines = ZeroedTable::default();
         self.spill = Spill::default();
+        self.overflow = Overflow::default();
+        self.knocks = Knocks::default();
         self.seeded = false;
     }
 
@@ -507,23 +606,58 @@ impl WordCache {
         false
     }
 
-    /// Remember `ids` for the piece of `key` (when they fit in a line). Pieces of more ids (often
-    /// a multilingual word for a byte-level vocabulary) are not kept: kept in the spill store,
-    /// they cost 2-7% on multilingual text seen once, as most are, for 3-42% on text seen again
-    /// (examples/engine_costs).
+    /// [`WordCache::extend`] for a piece of more than [`LONG_IDS`] ids, asked only after
+    /// `extend` has missed: its line's length byte carries [`IN_OVERFLOW`], which no piece's
+    /// length has, so `extend`, the path of every hit, never stops for it. False when the
+    /// buffer has been emptied since it was kept (the piece is merged and kept again).
+    #[inline(never)]
+    pub fn extend_overflow(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+        let Some(line) = self.line(key) else {
+            return false;
+        };
+        if !key.overflowed().in_first(line) {
+            return false;
+        }
+        let stored = [line.ids0[0], line.ids0[1]];
+        match self.overflow.get(stored, (line.meta0 & 0xff) as usize) {
+            Some(ids) => {
+                out.extend_from_slice(ids);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remember `ids` for the piece of `key`. A piece of more than [`LONG_IDS`] ids takes a long
+    /// entry with its ids in the [`Overflow`] buffer, if its line is empty or already its own or
+    /// it knocks twice ([`Knocks`]). Such pieces once went to the spill store, whose lookup every
+    /// missed piece then paid (2-7% on multilingual text seen once, examples/engine_costs);
+    /// here they are found in the line a lookup reads anyway.
     pub fn insert(&mut self, key: &Key, ids: &[u32]) {
-        if self.disabled || ids.len() > LONG_IDS {
+        if self.disabled || ids.len() > MAX_KEY {
             return;
         }
         if self.lines.is_empty() {
             // SAFETY: a line of zero bytes is `Line::default()`, two empty slots.
             self.lines = unsafe { ZeroedTable::new(self.line_count(), self.pages) };
         }
+        if ids.len() > LONG_IDS {
+            let flagged = key.overflowed();
+            let free =
+                (self.line(key)).is_some_and(|line| line.meta0 == 0 || flagged.in_first(line));
+            if free || self.knocks.second(key) {
+                let stored = self.overflow.push(ids);
+                if let Some(line) = self.line_mut(key) {
+                    line.set_long(key.words, flagged.len as usize, ids.len(), &stored);
+                }
+            }
+            return;
+        }
         let Some(line) = self.line_mut(key) else {
             return;
         };
         if !short(key, ids.len()) {
-            line.set_long(key.words, key.len as usize, ids);
+            line.set_long(key.words, key.len as usize, ids.len(), ids);
             return;
         }
         if line.meta0 & LONG != 0 {
@@ -889,6 +1023,49 @@ mod tests {
     }
 
     #[test]
+    fn pieces_of_more_ids_than_a_line_holds_are_kept_until_the_overflow_buffer_is_emptied() {
+        let mut cache = WordCache::with_line_bits(MIN_LINE_BITS, Pages::Small);
+        // Pieces of 1-32 bytes with 8-32 ids each (ids that tell the piece), more of them than
+        // the buffer holds at once, so it is emptied several times on the way.
+        let pieces: Vec<(Vec<u8>, Vec<u32>)> = (0..40_000u32)
+            .map(|k| {
+                let piece = format!("{k:x}-{}", "s".repeat((k % 20) as usize)).into_bytes();
+                let count = LONG_IDS as u32 + 1 + k % 25;
+                (piece, (0..count).map(|j| k * 64 + j).collect())
+            })
+            .collect();
+        let mut first_time = 0;
+        for (piece, ids) in &pieces {
+            assert_eq!(encode_counting(&mut cache, piece, ids), (ids.clone(), true));
+            // Kept at once in an empty line, else on a second miss in a row (the knock).
+            let (again, ran) = encode_counting(&mut cache, piece, ids);
+            assert_eq!(again, *ids);
+            first_time += !ran as usize;
+            assert_eq!(
+                encode_counting(&mut cache, piece, &[]),
+                (ids.clone(), false)
+            );
+        }
+        assert!((1_000..39_000).contains(&first_time), "{first_time}");
+        // Every lookup gives the piece's own ids or misses: never a stale place in the buffer.
+        let mut kept = 0;
+        for (piece, ids) in &pieces {
+            let (key, mut out) = (Key::of(piece).unwrap(), vec![5]);
+            assert!(
+                !cache.extend(&key, &mut out),
+                "only extend_overflow finds them"
+            );
+            if cache.extend_overflow(&key, &mut out) {
+                assert_eq!(&out[1..], &ids[..]);
+                kept += 1;
+            }
+        }
+        // The buffer holds about 13,100 of these pieces (19.5 ids each): it was emptied three
+        // times, and most of the 678 pieces kept since then are found.
+        assert!((500..13_200).contains(&kept), "{kept}");
+    }
+
+    #[test]
     fn pieces_longer_than_a_line_are_kept_in_the_spill_store() {
         let mut cache = WordCache::with_line_bits(MIN_LINE_BITS, Pages::Huge);
         let long = [b'x'; MAX_KEY + 8];
@@ -905,11 +1082,11 @@ mod tests {
             );
         }
         assert_eq!(encode_counting(&mut cache, &long, &[]), (vec![1, 2], false));
-        // Not kept, and encoded again: a short piece of too many ids for a line, and a piece too
-        // long for the spill store.
+        // A short piece of more ids than a line holds is kept too (its ids in the overflow
+        // buffer); a piece too long for the spill store is not, and is encoded again.
         assert_eq!(
-            encode_counting(&mut cache, b"abc", &many),
-            (many.clone(), true)
+            encode_counting(&mut cache, b"abc", &[]),
+            (many.clone(), false)
         );
         assert_eq!(encode_counting(&mut cache, &huge, &[3]), (vec![3], true));
         // A piece that shares a prefix with a kept one is not taken for it.
