@@ -390,13 +390,12 @@ const OVERFLOW_IDS: usize = 1 << 18;
 const IN_OVERFLOW: u32 = 0x80;
 
 impl Overflow {
-    /// Keep `ids`; (where, generation) to store in the line.
+    /// Keep `ids`; (where, generation) to store in the line. (Only a line written with what
+    /// this returns carries [`IN_OVERFLOW`], so no line can name a generation before the first.)
     fn push(&mut self, ids: &[u32]) -> [u32; 2] {
-        if self.ids.len() + ids.len() > OVERFLOW_IDS || self.generation == 0 {
+        if self.ids.len() + ids.len() > OVERFLOW_IDS {
             self.ids.clear();
-            // Generation 0 is never handed out: a line written before the first push cannot
-            // match.
-            self.generation = self.generation.wrapping_add(1).max(1);
+            self.generation = self.generation.wrapping_add(1);
         }
         let at = self.ids.len() as u32;
         self.ids.extend_from_slice(ids);
@@ -525,15 +524,22 @@ impl WordCache {
         self.line_count() * std::mem::size_of::<Line>() / 2
     }
 
+    /// Where the line of `key` is in this table.
+    #[inline(always)]
+    fn line_at(&self, key: &Key) -> usize {
+        (key.index >> self.shift) as usize
+    }
+
     /// The line of `key` in this table (absent until the first insert).
     #[inline(always)]
     fn line(&self, key: &Key) -> Option<&Line> {
-        self.lines.get((key.index >> self.shift) as usize)
+        self.lines.get(self.line_at(key))
     }
 
     #[inline(always)]
     fn line_mut(&mut self, key: &Key) -> Option<&mut Line> {
-        self.lines.get_mut((key.index >> self.shift) as usize)
+        let at = self.line_at(key);
+        self.lines.get_mut(at)
     }
 
     fn clear(&mut self) {
@@ -641,21 +647,19 @@ impl WordCache {
             // SAFETY: a line of zero bytes is `Line::default()`, two empty slots.
             self.lines = unsafe { ZeroedTable::new(self.line_count(), self.pages) };
         }
+        let at = self.line_at(key);
+        // Borrowed field by field: the line is written while the knocks and the buffer are asked.
+        let Some(line) = self.lines.get_mut(at) else {
+            return;
+        };
         if ids.len() > LONG_IDS {
             let flagged = key.overflowed();
-            let free =
-                (self.line(key)).is_some_and(|line| line.meta0 == 0 || flagged.in_first(line));
-            if free || self.knocks.second(key) {
+            if line.meta0 == 0 || flagged.in_first(line) || self.knocks.second(key) {
                 let stored = self.overflow.push(ids);
-                if let Some(line) = self.line_mut(key) {
-                    line.set_long(key.words, flagged.len as usize, ids.len(), &stored);
-                }
+                line.set_long(key.words, flagged.len as usize, ids.len(), &stored);
             }
             return;
         }
-        let Some(line) = self.line_mut(key) else {
-            return;
-        };
         if !short(key, ids.len()) {
             line.set_long(key.words, key.len as usize, ids.len(), ids);
             return;
