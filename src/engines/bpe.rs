@@ -207,6 +207,10 @@ impl Encoder for BpeEngine {
         self.cache.clear();
     }
 
+    fn warm_up(&self) {
+        self.seed_cache();
+    }
+
     /// The matcher for this set of added-token texts (None when the set is empty).
     fn matcher(&self, texts: &[String]) -> Result<Option<Arc<AddedMatcher>>, Error> {
         self.added.matcher(texts)

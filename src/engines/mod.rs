@@ -43,6 +43,10 @@ pub trait Encoder: Sync {
     /// Forget every cached word (frees the memory; results never depend on the cache).
     fn clear_cache(&self);
 
+    /// Build now what the first encodes would otherwise build on their way (a BPE engine's
+    /// word-cache seeds, a WordPiece model's tries); ids never change.
+    fn warm_up(&self) {}
+
     /// Encode one text with each token's raw span (see [`offsets`]): the ids of
     /// [`Encoder::encode`] with character and byte offsets and added-token flags. Errors with
     /// `Error::Unsupported` when this engine cannot tell the spans (the caller then runs the

@@ -295,10 +295,13 @@ impl TextEngine {
                 // those bytes (or the same bytes rebuilt from the piece's key).
                 model.encode(unsafe { std::str::from_utf8_unchecked(piece) }, out)
             });
-            let mut push = |piece: &str| ahead.push(piece.as_bytes(), 0, piece.len());
             match &self.pre {
-                Some(pre) => pre.for_each_piece_at(text, at_text_start, &mut push),
-                None => push(text),
+                Some(pre) => {
+                    pre.for_each_span_at(text, at_text_start, &mut |buffer, start, end| {
+                        ahead.push(buffer, start, end)
+                    })
+                }
+                None => ahead.push(text.as_bytes(), 0, text.len()),
             }
             ahead.finish();
             // One huge text should not pin its size in every worker's buffers for good.
@@ -356,6 +359,12 @@ impl Encoder for TextEngine {
     /// Forget every cached word (results never depend on the cache).
     fn clear_cache(&self) {
         self.cache.clear();
+    }
+
+    fn warm_up(&self) {
+        if let Model::WordPiece(model) = &self.model {
+            model.warm_up();
+        }
     }
 
     fn encode_offsets(

@@ -1,12 +1,14 @@
 //! The models: the ids of one pre-token. Byte-level BPE (merge ranks), character-level BPE
 //! (byte fallback, fused unknowns, prefix/suffix), WordPiece (greedy longest match), WordLevel
 //! (one id per pre-token) and Unigram (Viterbi, n-best, sampling, byte fallback), plus the
-//! counter-based random numbers of BPE-dropout and Unigram sampling, and `text_index` (text -> id
-//! over a vocabulary's own texts, shared with the file readers). Mirrors `tinyllm.tok.models`; no model knows about stages.
+//! counter-based random numbers of BPE-dropout and Unigram sampling, `double_array` (the trie
+//! WordPiece and Unigram walk) and `text_index` (text -> id over a vocabulary's own texts, shared
+//! with the file readers). Mirrors `tinyllm.tok.models`; no model knows about stages.
 
 pub mod bpe;
 pub mod bpe_chars;
 pub mod char_bpe;
+pub mod double_array;
 pub mod random;
 pub mod spm_bpe;
 pub mod spm_pieces;

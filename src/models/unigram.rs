@@ -23,8 +23,9 @@
 //! Sampling uses [`SplitMix64`], defined bit for bit so that Python and Rust draw the same path.
 
 use std::cell::RefCell;
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Ordering;
 
+use crate::models::double_array::{DoubleArray, Hottest};
 use crate::models::random::SplitMix64;
 use crate::Error;
 
@@ -33,152 +34,6 @@ const NONE: u32 = u32::MAX;
 const UNK_NODE: u32 = u32::MAX - 1;
 /// Gap below the lowest piece score given to an unknown character (sentencepiece's kUnkPenalty).
 pub const UNK_PENALTY: f64 = 10.0;
-
-// ---------------------------------------------------------------------------------------------
-// The double-array trie
-
-/// One cell of the double array. Slot `t` is the child of node `s` by unit `c` exactly when
-/// `t == (s.base & !TERMINAL) + c` and `t.check == s`. A node that ends a piece has the TERMINAL
-/// bit in `base` and carries the piece's score, so a match costs no second memory access; the
-/// piece id, needed only for the chosen path, lives in a side array.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    base: u32,
-    check: u32,
-    score: f64,
-}
-
-const TERMINAL: u32 = 1 << 31;
-
-const EMPTY: Slot = Slot {
-    base: 0,
-    check: NONE,
-    score: 0.0,
-};
-
-/// A double-array trie over code units (Aoe 1989; sentencepiece uses darts-clone over bytes): one
-/// array read and one compare per unit, no hashing. The array is always at least
-/// `max(base) + 256` long, so `base + unit` is in bounds for every node, including leaves
-/// (base 0).
-#[derive(Debug, Clone)]
-struct DoubleArray {
-    slots: Vec<Slot>,
-    /// The piece id of each terminal slot (NONE elsewhere); read only for the chosen path.
-    ids: Vec<u32>,
-}
-
-impl DoubleArray {
-    /// `keys` must be sorted and free of duplicates and of empty keys; `scores` is by id.
-    fn build(keys: &[(&[u8], u32)], scores: &[f64]) -> Result<Self, Error> {
-        let mut b = Builder::new();
-        b.occupy(0); // the root: its check stays NONE, it is nobody's child
-        let mut ids = Vec::new();
-        // Nodes are placed hottest first: a max-heap on the best piece score in the subtree (a
-        // proxy for how often a walk enters it), so the cells frequent walks touch sit together
-        // at the front of the array. Ties in placement order by discovery, for determinism.
-        let best_in = |lo: usize, hi: usize| {
-            keys[lo..hi]
-                .iter()
-                .map(|&(_, id)| OrderedScore(scores[id as usize]))
-                .max()
-                .unwrap_or(OrderedScore(f64::NEG_INFINITY))
-        };
-        let mut queue = std::collections::BinaryHeap::new();
-        let mut seq = 0u64;
-        queue.push((
-            best_in(0, keys.len()),
-            Reverse(seq),
-            0usize,
-            0usize,
-            keys.len(),
-            0usize,
-        ));
-        let mut children: Vec<(u8, usize, usize)> = Vec::new();
-        while let Some((_, _, node, mut lo, hi, depth)) = queue.pop() {
-            if lo < hi && keys[lo].0.len() == depth {
-                let id = keys[lo].1;
-                b.slots[node].base |= TERMINAL;
-                if ids.len() <= node {
-                    ids.resize(node + 1, NONE);
-                }
-                ids[node] = id;
-                b.slots[node].score = scores[id as usize];
-                lo += 1;
-            }
-            children.clear();
-            for (k, (key, _)) in keys.iter().enumerate().take(hi).skip(lo) {
-                match children.last_mut() {
-                    Some(last) if last.0 == key[depth] => last.2 = k + 1,
-                    _ => children.push((key[depth], k, k + 1)),
-                }
-            }
-            if children.is_empty() {
-                continue;
-            }
-            let base = b.find_base(&children);
-            if base + 256 >= TERMINAL as usize {
-                return Err(Error::Invalid(
-                    "vocab: too many piece bytes for the trie".into(),
-                ));
-            }
-            b.slots[node].base |= base as u32;
-            for &(byte, clo, chi) in &children {
-                let t = base + byte as usize;
-                b.occupy(t);
-                b.slots[t].check = node as u32;
-                seq += 1;
-                queue.push((best_in(clo, chi), Reverse(seq), t, clo, chi, depth + 1));
-            }
-        }
-        let mut slots = b.slots;
-        let max_base = slots
-            .iter()
-            .map(|s| (s.base & !TERMINAL) as usize)
-            .max()
-            .unwrap_or(0);
-        slots.resize(slots.len().max(max_base + 256), EMPTY);
-        slots.shrink_to_fit();
-        ids.resize(slots.len(), NONE);
-        Ok(Self { slots, ids })
-    }
-
-    #[inline(always)]
-    fn child(&self, node: usize, byte: u8) -> Option<usize> {
-        let t = (self.slots[node].base & !TERMINAL) as usize + byte as usize;
-        (self.slots[t].check == node as u32).then_some(t)
-    }
-
-    /// The id of the piece spelled exactly by `key`.
-    fn get(&self, key: &[u8]) -> Option<u32> {
-        let mut node = 0usize;
-        for &byte in key {
-            node = self.child(node, byte)?;
-        }
-        let id = self.ids[node];
-        (id != NONE && !key.is_empty()).then_some(id)
-    }
-
-    /// Calls `f(end, slot, score)` for every piece that is a prefix of `text[start..]`, shortest
-    /// first; `ids[slot]` is its id.
-    #[inline(always)]
-    fn prefixes(&self, text: &[u8], start: usize, mut f: impl FnMut(usize, u32, f64)) {
-        // `base` is carried from the cell just read, keeping one load per step on the chain.
-        let mut node = 0u32;
-        let mut base = self.slots[0].base & !TERMINAL;
-        for (k, &unit) in text[start..].iter().enumerate() {
-            let t = base as usize + unit as usize;
-            let slot = self.slots[t];
-            if slot.check != node {
-                return;
-            }
-            node = t as u32;
-            base = slot.base & !TERMINAL;
-            if slot.base & TERMINAL != 0 {
-                f(start + k + 1, node, slot.score);
-            }
-        }
-    }
-}
 
 /// A finite score with a total order, for the placement heap.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -195,72 +50,6 @@ impl PartialOrd for OrderedScore {
 impl Ord for OrderedScore {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0)
-    }
-}
-
-/// Places children by first fit. `next_free` is a union-find "next free slot at or after i"
-/// chain, so occupied stretches are skipped in near-constant time.
-struct Builder {
-    slots: Vec<Slot>,
-    next_free: Vec<u32>,
-}
-
-impl Builder {
-    fn new() -> Self {
-        let mut b = Self {
-            slots: Vec::new(),
-            next_free: Vec::new(),
-        };
-        b.grow(1024);
-        b
-    }
-
-    fn grow(&mut self, len: usize) {
-        while self.slots.len() < len {
-            self.next_free.push(self.slots.len() as u32);
-            self.slots.push(EMPTY);
-        }
-    }
-
-    fn free_from(&mut self, i: usize) -> usize {
-        self.grow(i + 2);
-        let mut r = i;
-        while self.next_free[r] as usize != r {
-            r = self.next_free[r] as usize;
-            self.grow(r + 2);
-        }
-        let mut k = i;
-        while k != r {
-            let next = self.next_free[k] as usize;
-            self.next_free[k] = r as u32;
-            k = next;
-        }
-        r
-    }
-
-    fn is_free(&self, t: usize) -> bool {
-        t >= self.slots.len() || self.next_free[t] as usize == t
-    }
-
-    fn occupy(&mut self, t: usize) {
-        self.grow(t + 2);
-        self.next_free[t] = t as u32 + 1;
-    }
-
-    fn find_base(&mut self, children: &[(u8, usize, usize)]) -> usize {
-        let first = children[0].0 as usize;
-        let mut slot = self.free_from(first.max(1));
-        loop {
-            let base = slot - first;
-            if children
-                .iter()
-                .all(|&(c, _, _)| self.is_free(base + c as usize))
-            {
-                self.grow(base + 258);
-                return base;
-            }
-            slot = self.free_from(slot + 1);
-        }
     }
 }
 
@@ -370,8 +159,8 @@ fn unit_width(lead: u8) -> usize {
 #[derive(Clone)]
 pub struct UnigramModel {
     alphabet: Alphabet,
-    /// Pieces as code-unit strings.
-    trie: DoubleArray,
+    /// Pieces as code-unit strings, each cell carrying its piece's score.
+    trie: DoubleArray<f64>,
     n_pieces: usize,
     unk_id: Option<u32>,
     unk_score: f64,
@@ -384,7 +173,7 @@ impl std::fmt::Debug for UnigramModel {
         f.debug_struct("UnigramModel")
             .field("pieces", &self.n_pieces)
             .field("unk_id", &self.unk_id)
-            .field("trie_slots", &self.trie.slots.len())
+            .field("trie_slots", &self.trie.len())
             .finish()
     }
 }
@@ -505,7 +294,17 @@ impl UnigramModel {
         let min_score = if pieces.is_empty() { 0.0 } else { min_score };
         Ok(Self {
             alphabet,
-            trie: DoubleArray::build(&keys, &scores)?,
+            // Hottest subtree first, by the best score under a node.
+            trie: DoubleArray::build(
+                &keys,
+                |id| scores[id as usize],
+                Hottest::new(|under: &[(&[u8], u32)]| {
+                    (under.iter())
+                        .map(|&(_, id)| OrderedScore(scores[id as usize]))
+                        .max()
+                        .unwrap_or(OrderedScore(f64::NEG_INFINITY))
+                }),
+            )?,
             n_pieces: pieces.len(),
             unk_id,
             unk_score: min_score - UNK_PENALTY,
@@ -654,7 +453,7 @@ impl UnigramModel {
             let start = s.prev[end] as usize;
             let id = match s.node[end] {
                 UNK_NODE => self.unk_id.unwrap_or(NONE),
-                slot => self.trie.ids[slot as usize],
+                slot => self.trie.id(slot),
             };
             s.path.push((start as u32, end as u32, id));
             end = start;
@@ -740,7 +539,7 @@ impl UnigramModel {
                 edges.push(Edge {
                     start: start as u32,
                     end: end as u32,
-                    id: self.trie.ids[slot as usize],
+                    id: self.trie.id(slot),
                     score,
                 });
                 has_single |= end - start == width;
@@ -1391,7 +1190,7 @@ mod tests {
         let unk = doc["model"]["unk_id"].as_u64().map(|u| u as u32);
         let t = std::time::Instant::now();
         let m = UnigramModel::new(&pieces, unk).unwrap();
-        println!("build: {:?}, {} slots", t.elapsed(), m.trie.slots.len());
+        println!("build: {:?}, {} slots", t.elapsed(), m.trie.len());
 
         let multi = root.join("corpora/multi");
         measure(&m, "corpora/multi", &words_of(&multi));

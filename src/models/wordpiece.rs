@@ -8,110 +8,52 @@
 //!
 //! Example with `un`, `##want`, `##ed`: `unwanted` -> `un` `##want` `##ed`; `wanted` -> `[UNK]`.
 
+use std::sync::{Arc, OnceLock};
+
+use crate::models::double_array::{BreadthFirst, DoubleArray};
 use crate::Error;
 
-/// "No token here" in a node, "no such child" in an edge lookup.
-const NONE: u32 = u32::MAX;
-
-/// A byte trie: the root's children in a dense table, deeper ones as sorted edge lists.
+/// The keys of one lookup (all entries, or the continuations without their prefix) in a
+/// double-array trie: one array read per byte of a walk. (A trie of sorted edge lists, searched
+/// per byte, was a quarter of a BERT encode of multilingual text: the node and its edges were
+/// two or more dependent reads per byte, mostly cache misses.)
 #[derive(Debug, Clone)]
-struct Trie {
-    /// Per node: (first edge, edge count, token id or NONE).
-    nodes: Vec<(u32, u32, u32)>,
-    /// (byte, child) edges, each node's sorted by byte.
-    edges: Vec<(u8, u32)>,
-    root_children: Box<[u32; 256]>,
-}
+struct Trie(DoubleArray<()>);
 
 impl Trie {
-    /// The trie of `entries` (non-empty keys; a key listed twice keeps its last id).
-    ///
-    /// Sorted, the keys under one node are one run, and its children's runs follow each other in
-    /// byte order, so the compact arrays are written directly: no map per node, and no recursion
-    /// (a vocabulary may hold a very long token). Each node's edges are reserved when the node is
-    /// made, and filled in as its children are.
-    fn build(entries: Vec<(&[u8], u32)>) -> Trie {
-        // Unstable, and by position too: equal keys keep their order without a stable sort's
-        // copies. Each key's first eight bytes, big-endian in a u64, decide most comparisons
-        // without reading the key (the bytes compared in full only when those are equal).
-        let mut keyed: Vec<(u64, &[u8], u32, u32)> = (entries.into_iter().enumerate())
-            .map(|(k, (key, id))| (head(key), key, id, k as u32))
+    /// The trie of `entries` (non-empty keys; a key listed twice keeps its last id), placed
+    /// breadth first.
+    fn build(entries: Vec<(&[u8], u32)>) -> Result<Trie, Error> {
+        // By key, and for equal keys by position, so the last one listed is kept. Each key's
+        // first eight bytes, big-endian in a u64, decide most comparisons without reading it.
+        let mut keyed: Vec<(u64, &[u8], usize, u32)> = (entries.into_iter().enumerate())
+            .map(|(k, (key, id))| (head(key), key, k, id))
             .collect();
-        keyed.sort_unstable_by(|a, b| {
-            (a.0.cmp(&b.0))
-                .then_with(|| a.1.cmp(b.1))
-                .then(a.3.cmp(&b.3))
-        });
-        // The keys copied in sorted order into one buffer: the walk below reads them in order.
-        let mut arena: Vec<u8> = Vec::with_capacity(keyed.iter().map(|e| e.1.len()).sum());
-        let entries: Vec<(u32, u32, u32)> = (keyed.into_iter())
-            .map(|(_, key, id, _)| {
-                arena.extend_from_slice(key);
-                ((arena.len() - key.len()) as u32, key.len() as u32, id)
-            })
-            .collect();
-        let byte = |k: usize, depth: usize| arena[entries[k].0 as usize + depth];
-        let mut nodes: Vec<(u32, u32, u32)> = Vec::new();
-        let mut edges: Vec<(u8, u32)> = Vec::new();
-        // (run of entries sharing their first `depth` bytes, depth, the edge that points here)
-        let mut pending = vec![(0usize, entries.len(), 0usize, None::<usize>)];
-        while let Some((mut lo, hi, depth, edge)) = pending.pop() {
-            if let Some(e) = edge {
-                edges[e].1 = nodes.len() as u32;
+        keyed.sort_unstable();
+        let mut keys: Vec<(&[u8], u32)> = Vec::with_capacity(keyed.len());
+        for (_, key, _, id) in keyed {
+            match keys.last_mut() {
+                Some(last) if last.0 == key => last.1 = id,
+                _ => keys.push((key, id)),
             }
-            let mut id = NONE;
-            while lo < hi && entries[lo].1 as usize == depth {
-                id = entries[lo].2; // a shorter key sorts first; the last of equal keys wins
-                lo += 1;
-            }
-            let first = edges.len();
-            let mut k = lo;
-            while k < hi {
-                let b = byte(k, depth);
-                let run_start = k;
-                while k < hi && byte(k, depth) == b {
-                    k += 1;
-                }
-                pending.push((run_start, k, depth + 1, Some(edges.len())));
-                edges.push((b, NONE));
-            }
-            nodes.push((first as u32, (edges.len() - first) as u32, id));
         }
-        let mut root_children = Box::new([NONE; 256]);
-        let (first, count, _) = nodes[0];
-        for &(b, child) in &edges[first as usize..(first + count) as usize] {
-            root_children[b as usize] = child;
-        }
-        Trie {
-            nodes,
-            edges,
-            root_children,
-        }
+        Ok(Trie(DoubleArray::build(
+            &keys,
+            |_| (),
+            BreadthFirst::default(),
+        )?))
     }
 
     /// The deepest (end, id) for `text[start..]` ending on a char boundary, if any.
     #[inline]
     fn longest(&self, text: &[u8], start: usize) -> Option<(usize, u32)> {
         let mut best = None;
-        let mut node = match text.get(start) {
-            Some(&b) => self.root_children[b as usize],
-            None => return None,
-        };
-        let mut pos = start + 1;
-        while node != NONE {
-            let (first, count, id) = self.nodes[node as usize];
-            if id != NONE && is_boundary(text, pos) {
-                best = Some((pos, id));
+        self.0.prefixes(text, start, |end, slot, ()| {
+            if is_boundary(text, end) {
+                best = Some((end, slot));
             }
-            let Some(&b) = text.get(pos) else { break };
-            let edges = &self.edges[first as usize..(first + count) as usize];
-            node = match edges.binary_search_by_key(&b, |e| e.0) {
-                Ok(k) => edges[k].1,
-                Err(_) => NONE,
-            };
-            pos += 1;
-        }
-        best
+        });
+        best.map(|(end, slot)| (end, self.0.id(slot)))
     }
 }
 
@@ -131,12 +73,39 @@ fn is_boundary(text: &[u8], pos: usize) -> bool {
     text.get(pos).is_none_or(|&b| (b as i8) >= -0x40)
 }
 
+/// The most bytes of token text a WordPiece vocabulary may hold (4 MiB; multilingual BERT's
+/// 119,547 tokens are about 1 MiB). It bounds the tries: each node placed grows the array by at
+/// most 258 cells, so every base stays below the double array's 2^31 limit, and a trie built on
+/// first use cannot fail.
+const MAX_KEY_BYTES: usize = 1 << 22;
+
 #[derive(Debug, Clone)]
 pub struct WordPieceModel {
-    initial: Trie,
-    continuation: Trie,
+    /// The tries of all entries and of the continuations (without their prefix), built on first
+    /// use ([`Self::tries`]): a load that never encodes, and the load itself, do not pay for
+    /// them (a BERT vocabulary's take 7 ms, a load 45).
+    tries: OnceLock<(Trie, Trie)>,
+    keys: Arc<Keys>,
     unk: u32,
     max_chars: usize,
+}
+
+/// What the tries are built from: every entry's bytes, one after another, and where each lies.
+#[derive(Debug)]
+struct Keys {
+    bytes: Vec<u8>,
+    /// (start, length, id) of each entry in `bytes`, in the vocabulary's order.
+    initial: Vec<(u32, u32, u32)>,
+    /// The same for each entry with the continuation prefix, the prefix left out.
+    continuation: Vec<(u32, u32, u32)>,
+}
+
+impl Keys {
+    fn entries(&self, list: &[(u32, u32, u32)]) -> Vec<(&[u8], u32)> {
+        (list.iter())
+            .map(|&(start, len, id)| (&self.bytes[start as usize..(start + len) as usize], id))
+            .collect()
+    }
 }
 
 impl WordPieceModel {
@@ -152,25 +121,55 @@ impl WordPieceModel {
                 "unk id {unk} is not in the vocabulary"
             )));
         }
-        let initial = vocab
-            .iter()
-            .map(|(t, id)| (t.as_ref(), *id))
-            .filter(|(t, _)| !t.is_empty())
-            .map(|(t, id)| (t.as_bytes(), id))
-            .collect();
-        let continuation = vocab
-            .iter()
-            .filter_map(|(t, id)| {
-                (t.as_ref().strip_prefix(prefix)).map(|rest| (rest.as_bytes(), *id))
-            })
-            .filter(|(rest, _)| !rest.is_empty())
-            .collect();
+        let size: usize = vocab.iter().map(|(t, _)| t.as_ref().len()).sum();
+        if size > MAX_KEY_BYTES {
+            return Err(Error::Invalid(format!(
+                "vocab: {size} bytes of token text, more than the {MAX_KEY_BYTES} a WordPiece \
+                 vocabulary may hold"
+            )));
+        }
+        let mut keys = Keys {
+            bytes: Vec::with_capacity(size),
+            initial: Vec::with_capacity(vocab.len()),
+            continuation: Vec::new(),
+        };
+        for (token, id) in vocab {
+            let token = token.as_ref();
+            if token.is_empty() {
+                continue;
+            }
+            let start = keys.bytes.len() as u32;
+            keys.bytes.extend_from_slice(token.as_bytes());
+            keys.initial.push((start, token.len() as u32, *id));
+            if let Some(rest) = token.strip_prefix(prefix).filter(|rest| !rest.is_empty()) {
+                let skip = (token.len() - rest.len()) as u32;
+                keys.continuation
+                    .push((start + skip, rest.len() as u32, *id));
+            }
+        }
         Ok(WordPieceModel {
-            initial: Trie::build(initial),
-            continuation: Trie::build(continuation),
+            tries: OnceLock::new(),
+            keys: Arc::new(keys),
             unk,
             max_chars: max_input_chars_per_word,
         })
+    }
+
+    /// (all entries, continuations), built on the first call.
+    #[inline]
+    fn tries(&self) -> &(Trie, Trie) {
+        self.tries.get_or_init(|| {
+            let build = |list| {
+                // The only error is an array past 2^31 cells, which MAX_KEY_BYTES rules out.
+                Trie::build(self.keys.entries(list)).expect("key bytes bounded in new")
+            };
+            (build(&self.keys.initial), build(&self.keys.continuation))
+        })
+    }
+
+    /// Build the tries now instead of on the first encode.
+    pub fn warm_up(&self) {
+        self.tries();
     }
 
     /// Append the ids of `word` to `out`.
@@ -184,13 +183,10 @@ impl WordPieceModel {
         }
         let bytes = word.as_bytes();
         let mark = out.len();
+        let (initial, continuation) = self.tries();
         let mut start = 0;
         while start < bytes.len() {
-            let trie = if start == 0 {
-                &self.initial
-            } else {
-                &self.continuation
-            };
+            let trie = if start == 0 { initial } else { continuation };
             match trie.longest(bytes, start) {
                 Some((end, id)) => {
                     out.push(id);
@@ -219,13 +215,10 @@ impl WordPieceModel {
         }
         let bytes = word.as_bytes();
         let mark = out.len();
+        let (initial, continuation) = self.tries();
         let mut start = 0;
         while start < bytes.len() {
-            let trie = if start == 0 {
-                &self.initial
-            } else {
-                &self.continuation
-            };
+            let trie = if start == 0 { initial } else { continuation };
             match trie.longest(bytes, start) {
                 Some((end, id)) => {
                     out.push((id, start, end));
@@ -306,7 +299,7 @@ mod tests {
             keys.insert(key, id); // a repeated key keeps its last id, as the builder does
         }
         let entries: Vec<(&[u8], u32)> = keys.iter().map(|(k, &id)| (k.as_bytes(), id)).collect();
-        let trie = Trie::build(entries);
+        let trie = Trie::build(entries).unwrap();
         for _ in 0..200 {
             let text: String = (0..pick(12)).map(|_| alphabet[pick(4)]).collect();
             let bytes = text.as_bytes();
@@ -318,6 +311,31 @@ mod tests {
                 assert_eq!(trie.longest(bytes, start), expected, "{text:?} at {start}");
             }
         }
+    }
+
+    #[test]
+    fn the_tries_are_built_on_first_use_or_by_warm_up() {
+        let tokens = ["[UNK]", "un", "##want", "##ed", "un", "##ed"]; // repeats keep the last id
+        let lazy = model(&tokens, 100);
+        assert!(lazy.tries.get().is_none());
+        assert_eq!(encode(&lazy, "unwanted"), vec![4, 2, 5]);
+        assert!(lazy.tries.get().is_some());
+        let warm = model(&tokens, 100);
+        warm.warm_up();
+        assert!(warm.tries.get().is_some());
+        assert_eq!(encode(&warm, "unwanted"), vec![4, 2, 5]);
+        assert_eq!(encode(&warm.clone(), "unwanted"), vec![4, 2, 5]);
+    }
+
+    #[test]
+    fn a_vocabulary_past_the_key_byte_limit_is_refused() {
+        let long = "x".repeat(1 << 16);
+        let vocab: Vec<(String, u32)> = (0..=(MAX_KEY_BYTES >> 16) as u32)
+            .map(|id| (format!("{id}{long}"), id))
+            .collect();
+        let error = WordPieceModel::new(&vocab, 0, "##", 100).unwrap_err();
+        assert!(error.to_string().contains("bytes of token text"), "{error}");
+        assert!(WordPieceModel::new(&vocab[..8], 0, "##", 100).is_ok());
     }
 
     #[test]

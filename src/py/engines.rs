@@ -144,6 +144,12 @@ macro_rules! engine_pymethods {
             fn clear_cache(&self) {
                 self.inner.clear_cache();
             }
+
+            /// Build now what the first encodes would build on their way (a BPE engine's
+            /// word-cache seeds, a WordPiece model's tries); ids never change.
+            fn warm_up(&self, py: Python<'_>) {
+                py.detach(|| self.inner.warm_up())
+            }
         }
     };
 }

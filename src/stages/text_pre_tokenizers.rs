@@ -130,15 +130,37 @@ impl TextPreTokenizer {
     /// Call `f` with each piece of `text`; `at_text_start` says whether `text` begins the whole
     /// input (false after an added token). Only Metaspace's "first" scheme reads it.
     pub fn for_each_piece_at(&self, text: &str, at_text_start: bool, f: &mut dyn FnMut(&str)) {
-        self.pieces(text, at_text_start, &mut |piece, _| f(piece));
+        self.pieces(text, at_text_start, &mut |piece, _, _| f(piece));
     }
 
-    /// Each piece with whether it still begins the input: it starts where `text` does, `text`
-    /// did, and no prefix was put in front of it.
-    fn pieces(&self, text: &str, at_text_start: bool, f: &mut dyn FnMut(&str, bool)) {
+    /// [`Self::for_each_piece_at`], each piece given as `(buffer, start, end)`: the bytes it lies
+    /// in (the text, or the one the stage wrote its pieces into) and where it is there. A word
+    /// cache key reads whole words from the buffer past a short piece's end
+    /// ([`crate::engines::look_ahead::Ahead::push`]); from a piece on its own it has to build
+    /// the key byte by byte (a tenth of a BERT encode of multilingual text).
+    pub fn for_each_span_at(
+        &self,
+        text: &str,
+        at_text_start: bool,
+        f: &mut dyn FnMut(&[u8], usize, usize),
+    ) {
+        self.pieces(text, at_text_start, &mut |piece, buffer, _| {
+            // Every stage hands out slices of the buffer it names; a piece that were not one
+            // would go on its own rather than as a wrong span.
+            let start = (piece.as_ptr() as usize).checked_sub(buffer.as_ptr() as usize);
+            match start.filter(|&s| s + piece.len() <= buffer.len()) {
+                Some(start) => f(buffer.as_bytes(), start, start + piece.len()),
+                None => f(piece.as_bytes(), 0, piece.len()),
+            }
+        });
+    }
+
+    /// Each piece with the buffer it is a slice of, and whether it still begins the input: it
+    /// starts where `text` does, `text` did, and no prefix was put in front of it.
+    fn pieces(&self, text: &str, at_text_start: bool, f: &mut dyn FnMut(&str, &str, bool)) {
         // These stages hand out slices of `text`: the first begins the input if it starts
         // where `text` starts.
-        let mut slice = |p: &str| f(p, at_text_start && p.as_ptr() == text.as_ptr());
+        let mut slice = |p: &str| f(p, text, at_text_start && p.as_ptr() == text.as_ptr());
         match self {
             TextPreTokenizer::Bert => bert_pre_tokenize(text, &mut slice),
             TextPreTokenizer::WhitespaceSplit => whitespace_split(text, &mut slice),
@@ -151,7 +173,7 @@ impl TextPreTokenizer {
                 *replacement,
                 prepend.applies(at_text_start),
                 *split,
-                &mut |p, first| f(p, first && at_text_start),
+                &mut |p, buffer, first| f(p, buffer, first && at_text_start),
             ),
             TextPreTokenizer::Chars(split) => {
                 for (start, end) in split.spans(text) {
@@ -168,12 +190,12 @@ impl TextPreTokenizer {
                 for stage in stages {
                     let mut next = Vec::new();
                     for (piece, at) in &pieces {
-                        stage.pieces(piece, *at, &mut |p, at| next.push((p.to_string(), at)));
+                        stage.pieces(piece, *at, &mut |p, _, at| next.push((p.to_string(), at)));
                     }
                     pieces = next;
                 }
                 for (piece, at) in &pieces {
-                    f(piece, *at);
+                    f(piece, piece, *at);
                 }
             }
         }
@@ -182,13 +204,14 @@ impl TextPreTokenizer {
 
 /// Hugging Face's Metaspace: spaces become the replacement, one is put in front (when `prefix`
 /// and the text does not start with one) and the text is cut before every replacement
-/// (MergedWithNext). `f` learns of each piece whether it is the first one and has no prefix.
+/// (MergedWithNext). `f` gets each piece, the buffer it is a slice of, and whether it is the
+/// first one and has no prefix.
 fn metaspace(
     text: &str,
     replacement: char,
     prefix: bool,
     split: bool,
-    f: &mut dyn FnMut(&str, bool),
+    f: &mut dyn FnMut(&str, &str, bool),
 ) {
     if text.is_empty() {
         return;
@@ -211,7 +234,7 @@ fn metaspace(
     }
     buf.push_str(&text[copied..]);
     if !split {
-        f(&buf, !added);
+        f(&buf, &buf, !added);
         return;
     }
     // The replacement's lead byte is rare in text (▁'s is 0xE2), where its last byte, which a
@@ -220,11 +243,11 @@ fn metaspace(
     let mut start = 0;
     for i in memchr::memchr_iter(wanted[0], bytes) {
         if i > start && bytes[i..].starts_with(wanted) {
-            f(&buf[start..i], start == 0 && !added);
+            f(&buf[start..i], &buf, start == 0 && !added);
             start = i;
         }
     }
-    f(&buf[start..], start == 0 && !added);
+    f(&buf[start..], &buf, start == 0 && !added);
 }
 
 #[cfg(test)]
@@ -233,16 +256,31 @@ mod tests {
 
     fn pieces(text: &str, prepend: Prepend) -> Vec<String> {
         let mut out = Vec::new();
-        metaspace(text, '▁', prepend.applies(true), true, &mut |p, _| {
-            out.push(p.to_string())
-        });
+        metaspace(
+            text,
+            '▁',
+            prepend.applies(true),
+            true,
+            &mut |p, buffer, _| {
+                // A slice of the buffer it names.
+                let at = p.as_ptr() as usize - buffer.as_ptr() as usize;
+                assert_eq!(&buffer[at..at + p.len()], p);
+                out.push(p.to_string())
+            },
+        );
         out
     }
 
+    /// The pieces, checked to be what the span form gives as well.
     fn pieces_of(spec: serde_json::Value, text: &str, at_text_start: bool) -> Vec<String> {
         let pre = TextPreTokenizer::from_json(&spec, "pre").unwrap();
         let mut out = Vec::new();
         pre.for_each_piece_at(text, at_text_start, &mut |p| out.push(p.to_string()));
+        let mut spans = Vec::new();
+        pre.for_each_span_at(text, at_text_start, &mut |buffer, start, end| {
+            spans.push(String::from_utf8(buffer[start..end].to_vec()).unwrap())
+        });
+        assert_eq!(spans, out, "{spec} on {text:?}");
         out
     }
 
@@ -271,6 +309,27 @@ mod tests {
     }
 
     #[test]
+    fn the_span_form_gives_every_stage_s_pieces() {
+        let text = "Héllo, wörld! 12 345 中文 ab\tcd  ▁x";
+        for spec in [
+            serde_json::json!({"type": "BertPreTokenizer"}),
+            serde_json::json!({"type": "WhitespaceSplit"}),
+            serde_json::json!({"type": "Whitespace"}),
+            serde_json::json!({"type": "Digits", "individual_digits": true}),
+            serde_json::json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always"}),
+            serde_json::json!({"type": "Sequence", "pretokenizers": [
+                {"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": false}]}),
+        ] {
+            for at_text_start in [true, false] {
+                assert!(
+                    !pieces_of(spec.clone(), text, at_text_start).is_empty(),
+                    "{spec}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn byte_search_cuts_where_the_char_by_char_rule_does() {
         // Replacements that share a lead byte with other letters (é and è: 0xC3), an ASCII one,
         // and ▁, over texts mixing them with spaces, Cyrillic (whose continuation bytes include
@@ -290,7 +349,7 @@ mod tests {
                         .collect();
                     for (prefix, split) in [(true, true), (false, true), (true, false)] {
                         let mut got = Vec::new();
-                        metaspace(&text, replacement, prefix, split, &mut |p, first| {
+                        metaspace(&text, replacement, prefix, split, &mut |p, _, first| {
                             got.push((p.to_string(), first))
                         });
                         let mut want = metaspace_by_chars(&text, replacement, prefix);

@@ -380,20 +380,21 @@ class PipelineTokenizer(TokenizerBase):
         return batch
 
     def warm_up(self) -> None:
-        """Build the Rust BPE engine's word-cache seeds now (see `TokenizerBase.warm_up`): the
-        encode call that crosses the first 4,096 merged pieces would otherwise pay 15 ms (GPT-2)
-        to 120 ms (a 200k vocabulary) for them.
+        """Build now what the Rust engine's first encodes would build on their way (see
+        `TokenizerBase.warm_up`): a BPE engine's word-cache seeds, which the call that crosses
+        the first 4,096 merged pieces would otherwise pay 15 ms (GPT-2) to 120 ms (a 200k
+        vocabulary) for, and a WordPiece model's tries (7 ms for BERT's).
 
         >>> from tinyllm.tok import load
         >>> tok = load("gpt2")
         >>> tok.warm_up()
-        >>> engine = tok.fast_engine()  # None without the Rust core: nothing to seed
+        >>> engine = tok.fast_engine()  # None without the Rust core: nothing to build
         >>> engine is None or engine[0].seed_count() > 40_000
         True
         """
-        seed = getattr(self._fast, "seed_cache", None)  # BPE engines have seeds; others not
-        if seed is not None:
-            seed()
+        warm_up = getattr(self._fast, "warm_up", None)
+        if warm_up is not None:
+            warm_up()
 
     def fast_engine(self) -> Optional[tuple[object, list[str]]]:
         """(the Rust engine, the added-token texts that plain `encode` lets match) for callers

@@ -78,6 +78,19 @@ def test_ids_equal_hf_on_a_slice_of_the_shared_corpora():
     assert_same_as_hf("bert-base-uncased", shared_corpus_lines(every=7 if not PURE_PYTHON else 28), True)
 
 
+@needs_rust
+def test_warm_up_builds_the_tries_and_changes_no_id():
+    # The tries are built on first use; warm_up builds them before any encode.
+    lines = fixture_lines()[:40] + stress_strings(200)
+    path = tokenizer_path("bert-base-uncased")
+    lazy, warm = load(path), load(path)
+    warm.warm_up()
+    assert_fast(warm)
+    want = [hf_plain("bert-base-uncased").encode(t, add_special_tokens=False).ids for t in lines]
+    assert [warm.encode(t) for t in lines] == want
+    assert [lazy.encode(t) for t in lines] == want
+
+
 def test_trap_inputs():
     tok, ref = ours("bert-base-uncased"), hf_plain("bert-base-uncased")
     for text in ["\x7f", "a\x7fb", "\x00", "\ufffd", "İstanbul", "ΟΔΟΣ", "e\u0301", "中文字", "don't stop!",
