@@ -2,16 +2,16 @@
 //! one array, found by one read and one compare per byte, with no hashing and no search among a
 //! node's edges. Shared by the Unigram model (over its code units) and WordPiece (over bytes).
 //!
-//! Slot `t` is the child of node `s` by byte `c` exactly when `t == base(s) + c` and
+//! Cell `t` is the child of node `s` by byte `c` exactly when `t == base(s) + c` and
 //! `check(t) == s`. A node that ends a key has the TERMINAL bit in its base; the key's payload
 //! (Unigram: its score) is in a side array read beside the walk, and its id, needed only for the
-//! chosen match, in another. The array is always at least
-//! `max(base) + 256` long, so `base + byte` is in bounds for every node, leaves included.
+//! chosen match, in another. The array is always at least `max(base) + 256` long, so
+//! `base + byte` is in bounds for every node, leaves included.
 //!
-//! Example: keys `a` (id 0) and `ab` (id 1). The root's base is 1 (slot 0 is the root, first fit
-//! for `a` = 97 is 98): `a` is slot 98, checked 0, terminal with id 0; its base places `b` (98)
-//! at the next free fit. `prefixes("abc", 0)` reports (1, slot of `a`), then (2, slot of `ab`),
-//! and stops at `c`.
+//! Example: keys `a` (id 0) and `ab` (id 1). The root is cell 0; its child by `a` (97) takes
+//! the first free cell from 97, so the root's base is 0; `a`'s child by `b` (98) takes cell 98,
+//! checked 97. `prefixes("abc", 0)` reports (1, cell 97) and (2, cell 98), then stops at `c`:
+//! cell 99 is not checked 98.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -148,10 +148,10 @@ impl<P: Copy + Default> DoubleArray<P> {
         self.cells.is_empty()
     }
 
-    /// The id of the key in terminal slot `slot` (as [`Self::prefixes`] reports it).
+    /// The id of the key in terminal cell `cell` (as [`Self::prefixes`] reports it).
     #[inline(always)]
-    pub fn id(&self, slot: u32) -> u32 {
-        self.ids[slot as usize]
+    pub fn id(&self, cell: u32) -> u32 {
+        self.ids[cell as usize]
     }
 
     /// The id of the key spelled exactly by `key`.
@@ -168,8 +168,8 @@ impl<P: Copy + Default> DoubleArray<P> {
         (id != NONE && !key.is_empty()).then_some(id)
     }
 
-    /// Calls `f(end, slot, payload)` for every key that is a prefix of `text[start..]`, shortest
-    /// first; [`Self::id`] of `slot` is its id.
+    /// Calls `f(end, cell, payload)` for every key that is a prefix of `text[start..]`, shortest
+    /// first; [`Self::id`] of `cell` is its id.
     #[inline(always)]
     pub fn prefixes(&self, text: &[u8], start: usize, mut f: impl FnMut(usize, u32, P)) {
         // `base` is carried from the cell just read, keeping one load per step on the chain.
@@ -245,7 +245,7 @@ impl<H: Ord, F: Fn(&[(&[u8], u32)]) -> H> Order for Hottest<H, F> {
     }
 }
 
-/// Places children by first fit. `next_free` is a union-find "next free slot at or after i"
+/// Places children by first fit. `next_free` is a union-find "next free cell at or after i"
 /// chain, so occupied stretches are skipped in near-constant time.
 struct Builder<P> {
     slots: Vec<Slot<P>>,
@@ -254,7 +254,7 @@ struct Builder<P> {
     wide_from: usize,
 }
 
-/// A node with this many children rarely fits among the scattered free slots that the nodes
+/// A node with this many children rarely fits among the scattered free cells that the nodes
 /// before it left behind; trying each of them again for every such node made the build
 /// quadratic in practice (a BERT vocabulary's tries: 9 ms of 14).
 const WIDE: usize = 2;
@@ -384,6 +384,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_module_example_is_the_layout() {
+        let keys: [(&[u8], u32); 2] = [(b"a", 0), (b"ab", 1)];
+        let trie = DoubleArray::build(&keys, |_| (), BreadthFirst::default()).unwrap();
+        assert_eq!(trie.cells[0].base & !TERMINAL, 0);
+        assert_eq!((trie.cells[97].check, trie.cells[98].check), (0, 97));
+        assert_eq!((trie.id(97), trie.id(98)), (0, 1));
+        let mut found = Vec::new();
+        trie.prefixes(b"abc", 0, |end, cell, ()| found.push((end, cell)));
+        assert_eq!(found, [(1, 97), (2, 98)]);
     }
 
     #[test]
