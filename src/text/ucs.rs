@@ -149,10 +149,12 @@ unsafe fn quad_step<T: Unit>(src: *const T, dst: *mut u8) -> Option<usize> {
     // SAFETY: the caller's contract.
     let c = unsafe { T::quad(src) };
     let ones = |v: i32| _mm_set1_epi32(v);
-    // Above U+FFFF or a surrogate (the high five bits of a BMP unit 11011): the scalar route.
-    let wide = _mm_cmpgt_epi32(c, ones(0xFFFF));
+    // Above U+FFFF (any of the high 16 bits set: an unsigned test, as a unit of 2^31 or more
+    // is negative to the signed compares) or a surrogate (the high five bits of a BMP unit
+    // 11011): the scalar route.
+    let narrow = _mm_cmpeq_epi32(_mm_srli_epi32(c, 16), _mm_setzero_si128());
     let surrogate = _mm_cmpeq_epi32(_mm_and_si128(c, ones(0xF800)), ones(0xD800));
-    if _mm_movemask_epi8(_mm_or_si128(wide, surrogate)) != 0 {
+    if _mm_movemask_epi8(_mm_andnot_si128(surrogate, narrow)) != 0xFFFF {
         return None;
     }
     let two = _mm_cmpgt_epi32(c, ones(0x7F));
@@ -423,8 +425,24 @@ mod tests {
             }
         }
         let edges = [
-            0u32, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xE000, 0xFFFF,
-            0x10000, 0x10FFFF, 0x110000,
+            0u32,
+            0x7F,
+            0x80,
+            0x7FF,
+            0x800,
+            0xD7FF,
+            0xD800,
+            0xDBFF,
+            0xDC00,
+            0xDFFF,
+            0xE000,
+            0xFFFF,
+            0x10000,
+            0x10FFFF,
+            0x110000,
+            0x8000_0000,
+            0xFFFF_0041,
+            u32::MAX,
         ];
         let mut rng = SplitMix64::new(3);
         for _ in 0..20_000 {
@@ -447,11 +465,27 @@ mod tests {
 
     #[test]
     fn surrogates_and_out_of_range_units_stop_the_encoder() {
-        for bad in [0xD800u32, 0xDBFF, 0xDC00, 0xDFFF, 0x110000, u32::MAX] {
+        for bad in [
+            0xD800u32,
+            0xDBFF,
+            0xDC00,
+            0xDFFF,
+            0x110000,
+            0x8000_0000,
+            u32::MAX,
+        ] {
             let units = [0x61, 0x62, bad, 0x63];
             let mut out = vec![b'>'];
             assert!(!utf8_from_units(&units, &mut out), "{bad:X}");
             assert!(out.starts_with(b">ab"), "what came before is kept");
+            // The same after a wide character, where the four-unit step is tried first.
+            let units = [0x416, bad, 0x63, 0x64, 0x65];
+            let mut out = Vec::new();
+            assert!(
+                !utf8_from_units(&units, &mut out),
+                "{bad:X} after a wide character"
+            );
+            assert!(out.starts_with("Ж".as_bytes()), "what came before is kept");
         }
         assert!(!utf8_from_units(&[0x4E16u16, 0xDC00], &mut Vec::new()));
     }
