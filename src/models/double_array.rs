@@ -21,29 +21,18 @@ use crate::Error;
 const NONE: u32 = u32::MAX;
 const TERMINAL: u32 = 1 << 31;
 
-#[derive(Debug, Clone, Copy)]
-struct Slot<P> {
-    base: u32,
-    check: u32,
-    payload: P,
-}
-
-impl<P: Default> Slot<P> {
-    fn empty() -> Self {
-        Slot {
-            base: 0,
-            check: NONE,
-            payload: P::default(),
-        }
-    }
-}
-
-/// A cell of the finished array: what a walk reads, 8 bytes a step.
+/// A cell of the array: what a walk reads, 8 bytes a step.
 #[derive(Debug, Clone, Copy)]
 struct Cell {
     base: u32,
     check: u32,
 }
+
+/// A free cell: nobody's child.
+const EMPTY: Cell = Cell {
+    base: 0,
+    check: NONE,
+};
 
 #[derive(Debug, Clone)]
 pub struct DoubleArray<P> {
@@ -67,11 +56,11 @@ impl<P: Copy + Default> DoubleArray<P> {
     ) -> Result<Self, Error> {
         let mut b = Builder::new();
         b.occupy(0); // the root: its check stays NONE, it is nobody's child
-        let mut ids = Vec::new();
+        let (mut ids, mut payloads) = (Vec::new(), Vec::new());
         // Nodes whose children are still to be placed: (node, keys[lo..hi] under it, depth).
-        // The heap holds only their heat and index (discovery order breaks ties), and a leaf is
-        // finished where it is placed: moving whole entries through the heap, leaves included,
-        // was most of a BERT vocabulary's build.
+        // The order is given only their index, and a leaf is finished where it is placed:
+        // queueing every node with its key range, leaves included, was most of a BERT
+        // vocabulary's build.
         let mut pending: Vec<(usize, usize, usize, usize)> = vec![(0, 0, keys.len(), 0)];
         order.push(0, keys);
         let mut children: Vec<(u8, usize, usize)> = Vec::new();
@@ -93,21 +82,22 @@ impl<P: Copy + Default> DoubleArray<P> {
                     "vocab: too many key bytes for the trie".into(),
                 ));
             }
-            b.slots[node].base |= base as u32;
+            b.cells[node].base |= base as u32;
             for &(byte, first, chi) in &children {
                 let t = base + byte as usize;
                 b.occupy(t);
-                b.slots[t].check = node as u32;
+                b.cells[t].check = node as u32;
                 let mut clo = first;
                 // Sorted keys: the one that ends here, if any, comes first.
                 if keys[clo].0.len() == depth + 1 {
                     let id = keys[clo].1;
-                    b.slots[t].base |= TERMINAL;
+                    b.cells[t].base |= TERMINAL;
                     if ids.len() <= t {
                         ids.resize(t + 1, NONE);
+                        payloads.resize(t + 1, P::default());
                     }
                     ids[t] = id;
-                    b.slots[t].payload = payload(id);
+                    payloads[t] = payload(id);
                     clo += 1;
                 }
                 if clo < chi {
@@ -119,22 +109,20 @@ impl<P: Copy + Default> DoubleArray<P> {
                 }
             }
         }
-        let mut slots = b.slots;
-        let max_base = (slots.iter())
-            .map(|s| (s.base & !TERMINAL) as usize)
+        let mut cells = b.cells;
+        let max_base = (cells.iter())
+            .map(|c| (c.base & !TERMINAL) as usize)
             .max()
             .unwrap_or(0);
-        slots.resize(slots.len().max(max_base + 256), Slot::empty());
-        ids.resize(slots.len(), NONE);
+        cells.resize(cells.len().max(max_base + 256), EMPTY);
+        cells.shrink_to_fit();
+        ids.resize(cells.len(), NONE);
         ids.shrink_to_fit();
+        payloads.resize(cells.len(), P::default());
+        payloads.shrink_to_fit();
         Ok(DoubleArray {
-            cells: (slots.iter())
-                .map(|s| Cell {
-                    base: s.base,
-                    check: s.check,
-                })
-                .collect(),
-            payloads: slots.iter().map(|s| s.payload).collect(),
+            cells,
+            payloads,
             ids,
         })
     }
@@ -198,7 +186,7 @@ pub trait Order {
 }
 
 /// Breadth first: the nodes in the order they are found, shallow ones first, with no queue to
-/// keep (a BERT vocabulary's trie builds in a third of the time of [`Hottest`]).
+/// keep (BERT's tries: 6.5 ms over the old edge-list trie's build, against 9 with a heap).
 #[derive(Default)]
 pub struct BreadthFirst {
     next: u32,
@@ -247,8 +235,8 @@ impl<H: Ord, F: Fn(&[(&[u8], u32)]) -> H> Order for Hottest<H, F> {
 
 /// Places children by first fit. `next_free` is a union-find "next free cell at or after i"
 /// chain, so occupied stretches are skipped in near-constant time.
-struct Builder<P> {
-    slots: Vec<Slot<P>>,
+struct Builder {
+    cells: Vec<Cell>,
     next_free: Vec<u32>,
     /// Where the search for a node of [`WIDE`] children or more starts: where the last one fit.
     wide_from: usize,
@@ -256,13 +244,13 @@ struct Builder<P> {
 
 /// A node with this many children rarely fits among the scattered free cells that the nodes
 /// before it left behind; trying each of them again for every such node made the build
-/// quadratic in practice (a BERT vocabulary's tries: 9 ms of 14).
+/// quadratic in practice (BERT's tries: 6.5 -> 3.7 ms over the old edge-list trie's build).
 const WIDE: usize = 2;
 
-impl<P: Copy + Default> Builder<P> {
+impl Builder {
     fn new() -> Self {
         let mut b = Builder {
-            slots: Vec::new(),
+            cells: Vec::new(),
             next_free: Vec::new(),
             wide_from: 0,
         };
@@ -271,9 +259,9 @@ impl<P: Copy + Default> Builder<P> {
     }
 
     fn grow(&mut self, len: usize) {
-        while self.slots.len() < len {
-            self.next_free.push(self.slots.len() as u32);
-            self.slots.push(Slot::empty());
+        while self.cells.len() < len {
+            self.next_free.push(self.cells.len() as u32);
+            self.cells.push(EMPTY);
         }
     }
 
@@ -294,7 +282,7 @@ impl<P: Copy + Default> Builder<P> {
     }
 
     fn is_free(&self, t: usize) -> bool {
-        t >= self.slots.len() || self.next_free[t] as usize == t
+        t >= self.cells.len() || self.next_free[t] as usize == t
     }
 
     fn occupy(&mut self, t: usize) {
