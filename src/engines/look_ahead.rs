@@ -1,7 +1,8 @@
 //! The encode loop over a text's pieces with the word cache's memory latency hidden ([`Ahead`]),
 //! shared by both engines.
 
-use crate::engines::word_cache::{Key, WordCache, MAX_KEY};
+use crate::engines::cache_key::{Key, MAX_KEY};
+use crate::engines::word_cache::WordCache;
 use crate::stages::pre_tokenizers::SpanSink;
 
 /// How many pieces are gathered before they are looked up together.

@@ -4,11 +4,12 @@
 //! - [`bpe::BpeEngine`]: byte-level BPE (added tokens, byte-level pre-tokenizer, BPE; no normalizer);
 //! - [`wordpiece_unigram::TextEngine`]: WordPiece and Unigram (added tokens, normalizer,
 //!   text pre-tokenizer, model);
-//! - [`word_cache`]: the per-engine cache of piece -> ids that both use, and [`look_ahead`],
-//!   the loop over a text's pieces that prefetches their cache lines (the cache's table lives in
-//!   [`crate::memory::zeroed_table`]);
+//! - [`word_cache`]: the per-engine cache of piece -> ids that both use (its table of lines,
+//!   [`cache_lines`], shared by the engine's threads, keyed by [`cache_key`]; the memory from
+//!   [`crate::memory::zeroed_table`]), and [`look_ahead`], the loop over a text's pieces that
+//!   prefetches their cache lines;
 //! - [`offsets`]: each token's span in the raw text, for both;
-//! - [`seeds`]: the vocabulary's words, encoded once, that a BPE engine's cache shards start from.
+//! - [`seeds`]: the vocabulary's words, encoded once, that a BPE engine's cache table starts from.
 //!
 //! Both implement [`Encoder`], the calls they share. Engines sit above `stages` and `models`,
 //! which never import them.
@@ -22,6 +23,8 @@ use crate::stages::added_tokens::AddedMatcher;
 use crate::Error;
 
 pub mod bpe;
+pub mod cache_key;
+pub mod cache_lines;
 pub mod look_ahead;
 pub mod offsets;
 pub mod seeds;

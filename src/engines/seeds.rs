@@ -7,19 +7,19 @@
 //! hit: 292 ns for a whole token against 215 ns for other pieces (fastokens: 99 and 244).
 //!
 //! So once an engine has merged [`SEED_AFTER`] pieces (bulk work, not a call that encodes a
-//! sentence), it encodes the spelling of every token of up to [`MAX_KEY`] bytes once, and each
-//! cache shard is seeded with those that give one id. A seed is the model's own answer for that
+//! sentence), it encodes the spelling of every token of up to [`MAX_KEY`] bytes once, and the
+//! cache's table is seeded with those that give one id. A seed is the model's own answer for that
 //! piece, so no id can change: for a token whose bytes merge to something else (one the merge
 //! order never reaches), the seed holds what the merges give, or is left out if that is several
 //! ids. The call that crosses the mark pays for the seeds (15 ms for GPT-2's 50,000 merges, 50
-//! for a Llama-3-style file's 100,000, 85-120 for 200,000) and seeds the shards in use (2-25 ms
-//! each; a shard first taken later is seeded then); `BpeEngine::seed_cache` pays up front.
+//! for a Llama-3-style file's 100,000, 85-120 for 200,000) and seeds the table in use (2-25 ms;
+//! a table made after a `clear` is seeded when made); `BpeEngine::seed_cache` pays up front.
 //!
-//! Seeds only fill empty slots ([`crate::engines::word_cache::WordCache::seed`]): a shard that
-//! has already learned pieces keeps them all. They are kept in line order, so seeding a shard
-//! writes its lines front to back.
+//! Seeds only fill empty slots ([`crate::engines::cache_lines::Lines::seed`]): a table that has
+//! already learned pieces keeps them all. They are kept in line order, so seeding a table writes
+//! its lines front to back.
 
-use crate::engines::word_cache::{Key, MAX_KEY};
+use crate::engines::cache_key::{Key, MAX_KEY};
 
 /// Pieces an engine merges before it builds its seeds: a call that encodes a sentence never pays
 /// for them, a corpus pays at once.

@@ -96,6 +96,12 @@ impl<T: Copy> ZeroedTable<T> {
         self.len == 0
     }
 
+    /// Where the first entry is (dangling in an empty table), for callers that view the
+    /// entries as another type of the same layout.
+    pub fn first(&self) -> NonNull<T> {
+        self.first
+    }
+
     #[inline(always)]
     pub fn get(&self, i: usize) -> Option<&T> {
         // SAFETY: in range, and the entries are valid and live as long as the table.

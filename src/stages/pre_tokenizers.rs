@@ -783,7 +783,7 @@ impl ByteLevelPreTokenizer {
     /// Call `f(buf, start, end)` for each final piece `buf[start..end]` of `text`, in order.
     /// `buf` is `text` itself (or, when ByteLevel adds a prefix space, a copy of a piece with
     /// it), so a caller may read past the piece's end without a copy, as
-    /// [`crate::engines::word_cache::Key::at`] does.
+    /// [`crate::engines::cache_key::Key::at`] does.
     pub fn for_each_span<F>(&self, text: &str, f: &mut F) -> Result<(), Error>
     where
         F: SpanSink + ?Sized,
