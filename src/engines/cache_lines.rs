@@ -519,21 +519,32 @@ impl View {
     ///
     /// # Safety
     /// The table this view was made from is alive.
+    #[inline(always)]
+    pub unsafe fn extend(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+        out.reserve(LONG_IDS);
+        // SAFETY: the caller's promise, and the room just reserved.
+        unsafe { self.extend_reserved(key, out) }
+    }
+
+    /// [`View::extend`] into room already reserved: a hit writes [`LONG_IDS`] ids after the
+    /// end of `out` (keeping its own), so a caller that looks up many pieces reserves once.
     ///
     /// Branches, not a branch-free match: with atomic loads the compiler can no longer load a
     /// word early, so each test loads only what it needs, and most lookups stop at the first.
+    ///
+    /// # Safety
+    /// The table this view was made from is alive, and `out` has room for [`LONG_IDS`] more ids.
     #[inline(always)]
-    pub unsafe fn extend(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+    pub unsafe fn extend_reserved(&self, key: &Key, out: &mut Vec<u32>) -> bool {
         // SAFETY: the table is alive (the caller's promise), and the line inside it.
         let line = unsafe { &*self.line(key) };
         let w = key.words;
         let len = key.len as u64;
         let word = |k: usize| line[k].load(Ordering::Relaxed);
         let head = line[2].load(Ordering::Acquire);
-        out.reserve(LONG_IDS);
         let at = out.len();
-        // SAFETY: the reserve leaves room for LONG_IDS ids after `at`; the new length counts
-        // only the slot's ids, all written just before.
+        // SAFETY: there is room for LONG_IDS ids after `at` (the caller's promise); the new
+        // length counts only the slot's ids, all written just before.
         unsafe {
             let to = out.as_mut_ptr().add(at);
             // The length byte and, in the same test, the claim bit (bit 9 above the byte's start).

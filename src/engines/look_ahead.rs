@@ -2,6 +2,7 @@
 //! shared by both engines.
 
 use crate::engines::cache_key::{Key, MAX_KEY};
+use crate::engines::cache_lines::LONG_IDS;
 use crate::engines::word_cache::WordCache;
 use crate::stages::pre_tokenizers::SpanSink;
 
@@ -83,12 +84,18 @@ impl<'a, F: FnMut(&[u8], &mut Vec<u32>)> Ahead<'a, F> {
             .encode_long(piece, self.out, |out| encode_word(piece, out));
     }
 
-    /// Encode every queued piece.
+    /// Encode every queued piece. Room for every hit is reserved once, and again after a miss
+    /// (whose ids may have taken it): a hit writes at most [`LONG_IDS`] ids.
     pub fn finish(&mut self) {
         let (cache, out) = (&mut *self.cache, &mut *self.out);
-        for key in &self.queue[..self.len] {
-            if !cache.extend(key, out) {
+        let queue = &self.queue[..self.len];
+        out.reserve(queue.len() * LONG_IDS);
+        for (k, key) in queue.iter().enumerate() {
+            // SAFETY: room for LONG_IDS ids for each piece from here on: reserved above or after
+            // the last miss, and each hit since has used at most its LONG_IDS.
+            if !unsafe { cache.extend_reserved(key, out) } {
                 miss(cache, out, &mut self.encode_word, key);
+                out.reserve((queue.len() - k) * LONG_IDS);
             }
         }
         self.len = 0;

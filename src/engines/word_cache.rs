@@ -222,6 +222,16 @@ impl WordCache {
         unsafe { self.view.extend(key, out) }
     }
 
+    /// [`WordCache::extend`] into room already reserved (see [`View::extend_reserved`]).
+    ///
+    /// # Safety
+    /// `out` has room for [`LONG_IDS`](crate::engines::cache_lines::LONG_IDS) more ids.
+    #[inline(always)]
+    pub unsafe fn extend_reserved(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+        // SAFETY: as in `extend`; the room is the caller's promise.
+        unsafe { self.view.extend_reserved(key, out) }
+    }
+
     /// [`Lines::extend_overflow`]: a piece of more ids than a line holds, asked after a miss.
     pub fn extend_overflow(&self, key: &Key, out: &mut Vec<u32>) -> bool {
         self.lines
