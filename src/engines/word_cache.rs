@@ -110,8 +110,8 @@ pub struct WordCache {
     epoch: usize,
     spill: Spill,
     knocks: Knocks,
-    /// A stand-in for a shard that another thread holds: remembers nothing.
-    disabled: bool,
+    /// A stand-in for a shard that another thread holds: shares the table, keeps no spill store.
+    no_spill: bool,
     /// The pages the lines ask for.
     pages: Pages,
 }
@@ -147,7 +147,7 @@ impl WordCache {
         encode: impl FnOnce(&mut Vec<u32>),
     ) {
         // A piece too long to be kept is not hashed (a text without a pre-tokenizer is one piece).
-        if self.disabled || piece.len() > MAX_SPILL_KEY {
+        if self.no_spill || piece.len() > MAX_SPILL_KEY {
             encode(out);
             return;
         }
@@ -170,7 +170,7 @@ impl WordCache {
             epoch: 0,
             spill: Spill::default(),
             knocks: Knocks::default(),
-            disabled: false,
+            no_spill: false,
             pages,
         }
     }
@@ -196,17 +196,17 @@ impl WordCache {
 
     /// Put the seeds in the table (once per table; see [`Lines::seed`]).
     pub fn seed(&mut self, seeds: &Seeds) {
-        if !self.disabled {
-            self.table().seed(seeds);
-        }
+        self.table().seed(seeds);
     }
 
     /// The table, made now if this cache has none.
     fn table(&mut self) -> &Lines {
-        if self.lines.is_none() {
-            self.set_lines(Some(Arc::new(Lines::new(self.bits, self.pages))));
-        }
-        self.lines.as_deref().expect("set just above")
+        let (bits, pages) = (self.bits, self.pages);
+        let lines = self
+            .lines
+            .get_or_insert_with(|| Arc::new(Lines::new(bits, pages)));
+        self.view = lines.view();
+        lines
     }
 
     /// Start fetching the line of `key` into the CPU cache (see [`Key`]).
@@ -241,9 +241,6 @@ impl WordCache {
 
     /// Remember `ids` for the piece of `key` (see [`Lines::insert`]).
     pub fn insert(&mut self, key: &Key, ids: &[u32]) {
-        if self.disabled {
-            return;
-        }
         self.table();
         if let Some(lines) = &self.lines {
             lines.insert(key, ids, &mut self.knocks);
@@ -276,7 +273,8 @@ pub struct ShardedCache {
     seeds: OnceLock<Seeds>,
 }
 
-/// A locked shard, or (when another thread holds it) a cache that remembers nothing.
+/// A locked shard, or (when another thread holds it) a stand-in with the same table and no spill
+/// store.
 pub enum CacheGuard<'a> {
     Shard(MutexGuard<'a, WordCache>),
     Busy(WordCache),
@@ -373,18 +371,21 @@ impl ShardedCache {
     }
 
     /// This thread's shard, locked (hold it for a whole text, not per piece), with the current
-    /// table. When more threads than shards encode at once and the shard is taken, the text goes
-    /// uncached rather than waiting for the other thread's whole text.
+    /// table. When more threads than shards encode at once and the shard is taken, the text
+    /// still uses the shared table (a stand-in without a spill store) rather than waiting for
+    /// the other thread's whole text.
     pub fn for_current_thread(&self) -> CacheGuard<'_> {
         let mut guard = match self.shards[thread_number() % self.shards.len()].try_lock() {
             Ok(guard) => guard,
             // A poisoned shard only means another thread panicked mid-insert; it stays valid.
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => {
-                return CacheGuard::Busy(WordCache {
-                    disabled: true,
-                    ..WordCache::with_line_bits(MIN_LINE_BITS, self.pages)
-                })
+                let mut stand_in = WordCache {
+                    no_spill: true,
+                    ..WordCache::with_line_bits(MAX_LINE_BITS, self.pages)
+                };
+                stand_in.set_lines(Some(self.table()));
+                return CacheGuard::Busy(stand_in);
             }
         };
         let epoch = self.epoch.load(Ordering::Acquire);
@@ -680,6 +681,41 @@ mod tests {
             })
             .count();
         assert!(users >= 2, "{users} shards on the table");
+    }
+
+    /// A thread whose shard another thread holds still reads and writes the shared table.
+    #[test]
+    fn a_busy_shard_stand_in_shares_the_table() {
+        let cache = ShardedCache::new(Pages::Small);
+        cache
+            .for_current_thread()
+            .encode(b"first", &mut Vec::new(), |out| out.push(1));
+        let held = cache.shards[thread_number() % cache.shards.len()]
+            .lock()
+            .unwrap();
+        let mut stand_in = cache.for_current_thread();
+        assert!(matches!(stand_in, CacheGuard::Busy(_)));
+        let (mut out, mut ran) = (Vec::new(), false);
+        stand_in.encode(b"first", &mut out, |_| ran = true);
+        assert!(!ran && out == [1]);
+        stand_in.encode(b"second", &mut out, |out| out.push(2));
+        let long = [b'y'; MAX_KEY + 1];
+        stand_in.encode(&long, &mut out, |out| out.push(3));
+        drop(stand_in);
+        drop(held);
+        let mut shard = cache.for_current_thread();
+        assert!(matches!(shard, CacheGuard::Shard(_)));
+        let (mut out, mut ran) = (Vec::new(), false);
+        shard.encode(b"second", &mut out, |_| ran = true);
+        assert!(
+            !ran && out == [2],
+            "the stand-in's insert went to the table"
+        );
+        shard.encode(&long, &mut out, |out| {
+            ran = true;
+            out.push(3)
+        });
+        assert!(ran && out == [2, 3], "but it kept no spill store");
     }
 
     #[test]
