@@ -154,6 +154,39 @@ def test_batch_equals_one_by_one_whatever_the_thread_count(threads):
 
 
 @needs_rust
+def test_threads_sharing_one_tokenizer_get_the_ids_of_one_thread():
+    # The engine's word-cache table is shared by every thread that encodes with it, lock-free
+    # (each line a seqlock), and there are at least 16 per-thread shards: 24 threads encoding at
+    # once also exercise the stand-in a thread gets when its shard is taken. Every answer must be
+    # the one thread's, whatever the interleaving of inserts and lookups.
+    import random
+    import threading
+
+    texts = fixture_lines() + ["    " * k + "x = 1\n" for k in range(12)] + ["日本語のテキスト " * 9]
+    expected = [ours_reference("gpt2").encode(t) for t in texts]
+    tok = ours("gpt2")
+    assert_fast(tok)
+    wrong: list[int] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(150):
+            k = rng.randrange(len(texts))
+            if tok.encode(texts[k]) != expected[k]:
+                wrong.append(k)
+        picked = [rng.randrange(len(texts)) for _ in range(12)]
+        if tok.encode_batch([texts[k] for k in picked]) != [expected[k] for k in picked]:
+            wrong.append(-1)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+
+
+@needs_rust
 def test_long_inputs_equal_reference():
     fast, ref = fast_and_reference("gpt2")
     for text in ["a" * 1500, "ab" * 800, " " * 3000 + "x", "日本語" * 300, "\u0301" * 2000]:
