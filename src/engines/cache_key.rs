@@ -133,7 +133,7 @@ impl Key {
             ^ words[1].wrapping_mul(0xE703_7ED1_A0B4_28DB).rotate_left(17)
             ^ (words[2] ^ words[3].rotate_left(32)).wrapping_mul(0x8EBC_6AF0_9C88_C6E3);
         // The top bits of a product depend on every input bit.
-        // The line in the largest table; a smaller one keeps its top bits (`Lines::line`).
+        // The line in the largest table; a smaller one keeps its top bits (`View::line`).
         let index = (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MAX_LINE_BITS)) as usize;
         Key {
             words,

@@ -59,7 +59,7 @@ const VERSIONS: u64 = 0xFFFF_FFFF & !META;
 const IN_OVERFLOW: u64 = 0x80;
 
 /// The words of a line as allocated: all zero is an empty line. Only ever read and written
-/// through [`Lines::line`]'s atomic view.
+/// through [`View::line`]'s atomic view.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 pub struct RawLine([u64; 8]);
@@ -114,10 +114,7 @@ impl Overflow {
 
     /// The buffer as atomics (None before the first `push`).
     fn slots(&self) -> Option<&[AtomicU32]> {
-        let table = self.ids.get()?;
-        // SAFETY: `AtomicU32` has `u32`'s layout, the table lives as long as `self`, and its
-        // entries are only ever accessed through this view.
-        Some(unsafe { std::slice::from_raw_parts(table.first().as_ptr().cast(), table.len()) })
+        self.ids.get().map(atomics)
     }
 
     /// Keep `ids`; (where, generation) to store in the line.
@@ -126,11 +123,10 @@ impl Overflow {
             .end
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        self.ids.get_or_init(|| {
+        let buffer = atomics(self.ids.get_or_init(|| {
             // SAFETY: all-zero bytes are a valid u32.
             unsafe { ZeroedTable::new(self.capacity, Pages::Small) }
-        });
-        let buffer = self.slots().expect("made just above");
+        }));
         let mut generation = self.generation.load(Ordering::Relaxed);
         if *end + ids.len() > buffer.len() {
             generation = generation.wrapping_add(1);
@@ -169,6 +165,13 @@ impl Overflow {
         }
         true
     }
+}
+
+/// The overflow buffer's entries as atomics.
+fn atomics(table: &ZeroedTable<u32>) -> &[AtomicU32] {
+    // SAFETY: `AtomicU32` has `u32`'s layout, the slice borrows the table, and the buffer's
+    // entries are only ever accessed through this view.
+    unsafe { std::slice::from_raw_parts(table.first().as_ptr().cast(), table.len()) }
 }
 
 /// The pieces of more than [`LONG_IDS`] ids that have missed once while their line was taken: a
@@ -323,6 +326,7 @@ impl Lines {
         }
     }
 
+    #[cfg(test)]
     pub fn line_count(&self) -> usize {
         self.table.len()
     }
@@ -400,9 +404,13 @@ impl Lines {
         if ids.len() > MAX_KEY {
             return;
         }
-        let Some(claim) = self.claim(key) else {
-            return;
-        };
+        if let Some(claim) = self.claim(key) {
+            self.store(claim, key, ids, knocks);
+        }
+    }
+
+    /// [`Lines::insert`] into a line already claimed.
+    fn store(&self, claim: Claim<'_>, key: &Key, ids: &[u32], knocks: &mut Knocks) {
         let head = claim.head;
         let flagged = key.len as u64 | IN_OVERFLOW;
         if ids.len() > LONG_IDS {
@@ -421,11 +429,6 @@ impl Lines {
         }
     }
 
-    /// Whether the seeds are in (or being put in by another thread).
-    pub fn seeded(&self) -> bool {
-        self.seeded.load(Ordering::Relaxed)
-    }
-
     /// Put each seed in an empty slot of its line, once per table (the first caller does it); a
     /// line with no room keeps what it has (the pieces the engine has met matter more than the
     /// vocabulary's). Seeds come in line order, so the lines are written front to back.
@@ -441,8 +444,7 @@ impl Lines {
             };
             let head = claim.head;
             if head & META == 0 {
-                drop(claim);
-                self.insert(&key, &[id], &mut knocks);
+                self.store(claim, &key, &[id], &mut knocks);
             } else if head & LONG == 0 && claim.word(6) & META == 0 && short(&key, 1) {
                 // The piece the engine learned stays first, where a lookup tries first (`insert`
                 // would move it).

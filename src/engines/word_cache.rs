@@ -314,12 +314,16 @@ impl ShardedCache {
         }
     }
 
+    /// The slot of the current table, locked (a panic elsewhere leaves it valid).
+    fn current(&self) -> MutexGuard<'_, Option<Arc<Lines>>> {
+        self.lines
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The current table, made (and seeded, when the seeds are known) if there is none.
     fn table(&self) -> Arc<Lines> {
-        let mut lines = self
-            .lines
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut lines = self.current();
         let table = lines.get_or_insert_with(|| Arc::new(Lines::new(MAX_LINE_BITS, self.pages)));
         if let Some(seeds) = self.seeds.get() {
             table.seed(seeds);
@@ -344,11 +348,7 @@ impl ShardedCache {
         if self.seeds.set(seeds).is_err() {
             return;
         }
-        let table = self
-            .lines
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
+        let table = self.current().clone();
         if let (Some(table), Some(seeds)) = (table, self.seeds.get()) {
             table.seed(seeds);
         }
@@ -357,10 +357,7 @@ impl ShardedCache {
     /// Forget every cached word: the table is dropped (freed when the last thread using it is
     /// done) and the shards emptied; the seeds stay, and the next table is seeded when made.
     pub fn clear(&self) {
-        *self
-            .lines
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        *self.current() = None;
         self.epoch.fetch_add(1, Ordering::AcqRel);
         for shard in &self.shards {
             match shard.lock() {
