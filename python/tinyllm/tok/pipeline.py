@@ -315,9 +315,11 @@ class PipelineTokenizer(TokenizerBase):
                       disallowed_special: SpecialSet, key: int, segment, fast_method: str,
                       parameter: float, max_length: Optional[int] = None,
                       truncation_side: str = "right") -> list[int]:
-        """Stochastic encoding: pre-token k of `text` is cut by `segment(word, rng_k)` with
-        rng_k = `stochastic.piece_rng(key, k)`; the engine's `fast_method` does the same in Rust.
-        The budget (`max_length`, `truncation_side`) is `encode`'s."""
+        """Stochastic encoding: pre-token k of `text` is cut by `segment(word, parameter, rng_k)`
+        with rng_k = `stochastic.piece_rng(key, k)`; the engine's `fast_method` does the same in
+        Rust. The budget (`max_length`, `truncation_side`) is `encode`'s. (`segment` is a model's
+        method, not a closure made in `encode`: a closure would make `encode`'s variables cells,
+        which every call pays for, sampled or not.)"""
         text = clean_text(require_str(text, "encode: text"))
         policy = self._policy(allowed_special, disallowed_special)
         raise_if_disallowed(text, policy)
@@ -326,7 +328,7 @@ class PipelineTokenizer(TokenizerBase):
             from tinyllm.tok.stochastic import piece_rng  # the reference's draws only
 
             counter = itertools.count()
-            return self._encode_reference(text, policy, lambda word: segment(word, piece_rng(key, next(counter))))
+            return self._encode_reference(text, policy, lambda word: segment(word, parameter, piece_rng(key, next(counter))))
 
         drawn = getattr(self._fast, fast_method, None)  # an engine may not implement this draw
         if drawn is not None:

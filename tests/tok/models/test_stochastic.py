@@ -159,3 +159,14 @@ def test_unigram_sampling_limits_and_keys(rut5):
         rut5.encode(text, sample=True, alpha=float("inf"))
     with pytest.raises(ValueError, match="view"):
         rut5.encode(text, sample=True, view=2**64)
+
+
+def test_the_sampling_encoders_keep_their_variables_out_of_cells():
+    """`encode` hands the model's method to the drawn path instead of a closure: a closure would
+    make `self` and the parameter cells, which every plain call pays for (20-40 ns of a
+    500 ns `encode("hello")`)."""
+    from tinyllm.tok.models.bpe_tokenizer import BPETokenizer
+    from tinyllm.tok.models.unigram_tokenizer import UnigramTokenizer
+
+    for cls in (BPETokenizer, UnigramTokenizer):
+        assert cls.encode.__code__.co_cellvars == (), cls.__name__

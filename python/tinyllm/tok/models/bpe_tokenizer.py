@@ -65,7 +65,7 @@ class BPETokenizer(PipelineTokenizer):
         p = check_probability(dropout, "encode: dropout")
         key = segmentation_key(seed, epoch, sample_id, view)
         return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
-                                  lambda word, rng: self.model.tokenize_dropout(word, p, rng), "encode_dropout", p,
+                                  self.model.tokenize_dropout, "encode_dropout", p,
                                   max_length, truncation_side)
 
     @classmethod

@@ -52,6 +52,13 @@ class UnigramTokenizer(PipelineTokenizer):
         non-negative integer below 2**64. `max_length` / `truncation_side`: the token budget of
         `PipelineTokenizer.encode`, applied to the drawn ids too."""
         if not sample:
+            if (self._fast is not None and type(text) is str and not add_special and not allowed_special
+                    and not disallowed_special and max_length is None and truncation_side == "right"):
+                # The plain call goes straight to the engine, as `BPETokenizer.encode`'s does.
+                try:
+                    return self._fast.encode(text, self._always_list)
+                except ValueError:
+                    pass  # the general path tells the error apart
             return super().encode(text, add_special, allowed_special=allowed_special,
                                   disallowed_special=disallowed_special, max_length=max_length,
                                   truncation_side=truncation_side)
@@ -60,7 +67,7 @@ class UnigramTokenizer(PipelineTokenizer):
         key = segmentation_key(seed, epoch, sample_id, view)
         alpha = float(alpha)
         return self._encode_drawn(text, add_special, allowed_special, disallowed_special, key,
-                                  lambda word, rng: self.model.sample(word, alpha, rng), "encode_sample", alpha,
+                                  self.model.sample, "encode_sample", alpha,
                                   max_length, truncation_side)
 
     @classmethod
