@@ -13,8 +13,11 @@
 //!
 //! Speed: segmenting every cluster would cap throughput at the segmenter's (25-50 MB/s on
 //! non-Latin text), so clusters are found only where they can change the result: where a rule
-//! matches within 5 bytes of a character (see `Precompiled::step`). ASCII followed by ASCII needs
-//! no walk at all (a 128-entry table), and unchanged text is copied in runs.
+//! matches within 5 bytes of a character (see `Precompiled::step`). Most characters need no walk
+//! at all: ASCII followed by ASCII (a 128-entry table), a BMP character no key starts with (a
+//! bitmap), and an ASCII or BMP character that has no rule of its own when no key goes on from
+//! it into the byte that follows (a space before a Cyrillic word; Cyrillic `а` before `б`, where
+//! only `а` + U+0306 is a key). Unchanged text is copied in runs.
 
 use unicode_segmentation::GraphemeCursor;
 
@@ -65,8 +68,19 @@ pub struct Precompiled {
     ascii: [Option<Span>; 128],
     /// Bytes that stay as they are when an ASCII byte follows (no rule, not the CR of a CR LF rule).
     keep: [bool; 256],
+    /// For each ASCII byte, one bit per byte that some rule's key has right after it (256 bits):
+    /// a kept ASCII byte followed by any other byte stays too, whatever cluster it starts. (Keys
+    /// of sentencepiece's NFKC maps that start in ASCII go on only into combining marks, `cc` and
+    /// `cd`, so a space before a Cyrillic or Devanagari word needs no walk.)
+    ascii_then: [[u64; 4]; 128],
     /// One bit per BMP code point: no rule starts with it, so it (and any cluster it starts) stays.
     inert: Vec<u64>,
+    /// One bit per BMP code point that has no rule of its own but starts longer keys (Cyrillic
+    /// `а` before a combining breve, Arabic `ا` before a hamza): it stays unless one of
+    /// `open_then` follows it.
+    open: Vec<u64>,
+    /// The bytes that some key has right after one of the `open` characters (256 bits).
+    open_then: [u64; 4],
     /// The whole-cluster rule for CR LF, if any (it then replaces both characters).
     crlf: Option<Span>,
 }
@@ -85,7 +99,10 @@ impl Precompiled {
             table,
             ascii: [None; 128],
             keep: [false; 256],
+            ascii_then: [[0; 4]; 128],
             inert: vec![0; 0x10000 / 64],
+            open: vec![0; 0x10000 / 64],
+            open_then: [0; 4],
             crlf: None,
         };
         for b in 0..128u8 {
@@ -96,10 +113,21 @@ impl Precompiled {
             made.keep[b as usize] =
                 made.ascii[b as usize].is_none() && (b != b'\r' || made.crlf.is_none());
         }
+        for b in 0..128u8 {
+            made.ascii_then[b as usize] = made.continuations(&[b]);
+        }
         let mut buf = [0u8; 4];
         for c in '\u{80}'..='\u{FFFF}' {
-            if made.walk(c.encode_utf8(&mut buf).as_bytes()) == Walk::Closed {
-                made.inert[c as usize / 64] |= 1 << (c as usize % 64);
+            let key = c.encode_utf8(&mut buf).as_bytes();
+            let (word, bit) = (c as usize / 64, 1 << (c as usize % 64));
+            match made.walk(key) {
+                Walk::Closed => made.inert[word] |= bit,
+                Walk::Open => {
+                    made.open[word] |= bit;
+                    let then = made.continuations(key);
+                    (0..4).for_each(|k| made.open_then[k] |= then[k]);
+                }
+                Walk::Rule(..) => {}
             }
         }
         Ok(made)
@@ -124,12 +152,20 @@ impl Precompiled {
             // character that no rule starts with.
             let lead = bytes[i];
             if lead < 0x80 {
-                if self.keep[lead as usize] && bytes.get(i + 1).is_none_or(|&b| b < 0x80) {
+                if self.keep[lead as usize]
+                    && bytes.get(i + 1).is_none_or(|&b| self.stays_before(lead, b))
+                {
                     i += 1;
                     continue;
                 }
             } else if let Some((c, width)) = bmp_char(bytes, i) {
-                if self.inert[c / 64] & (1 << (c % 64)) != 0 {
+                let bit = 1 << (c % 64);
+                if self.inert[c / 64] & bit != 0
+                    || (self.open[c / 64] & bit != 0
+                        && bytes
+                            .get(i + width)
+                            .is_none_or(|&b| !has_bit(&self.open_then, b)))
+                {
                     i += width;
                     continue;
                 }
@@ -143,6 +179,30 @@ impl Precompiled {
             i = next;
         }
         out.push_str(&text[copied..]);
+    }
+
+    /// Whether a kept ASCII byte `lead` stays when `next` follows it: an ASCII `next` ends its
+    /// cluster (CR LF aside, which `keep` excludes), and no rule's key goes on from `lead` into
+    /// any other `next` that [`Self::ascii_then`] lacks, so no prefix of its cluster has a rule.
+    #[inline(always)]
+    fn stays_before(&self, lead: u8, next: u8) -> bool {
+        next < 0x80 || !has_bit(&self.ascii_then[lead as usize], next)
+    }
+
+    /// The bytes that some rule's key has right after `prefix` (256 bits).
+    fn continuations(&self, prefix: &[u8]) -> [u64; 4] {
+        let mut then = [0; 4];
+        if self.walk(prefix) == Walk::Open {
+            let mut key = prefix.to_vec();
+            key.push(0);
+            for next in 1..=255u8 {
+                key[prefix.len()] = next;
+                if self.walk(&key) != Walk::Closed {
+                    then[next as usize / 64] |= 1 << (next % 64);
+                }
+            }
+        }
+        then
     }
 
     /// The replacement of the shortest rule that is a prefix of `key`, if any (HF's `transform`).
@@ -347,6 +407,11 @@ impl<'t> Clusters<'t> {
 /// U+1F1E6..=U+1F1FF, whose cluster boundaries depend on how many of them precede.
 fn is_regional_indicator(bytes: &[u8]) -> bool {
     matches!(bytes, [0xF0, 0x9F, 0x87, 0xA6..=0xBF, ..])
+}
+
+#[inline(always)]
+fn has_bit(bits: &[u64; 4], b: u8) -> bool {
+    bits[b as usize / 64] & (1 << (b % 64)) != 0
 }
 
 /// The BMP code point (2 or 3 UTF-8 bytes) starting at `i`, with its width.
@@ -583,6 +648,33 @@ mod tests {
         assert_eq!(norm(&pc, "ﬁne so\u{ad}ft\tok"), "fine soft ok");
         assert_eq!(norm(&pc, ""), "");
         assert_eq!(norm(&pc, "中文 ок"), "中文 ок");
+    }
+
+    /// A character that only starts longer keys (`e`, `и`) stays without a walk when no key
+    /// goes on into what follows it, and takes its cluster's rule when one does.
+    #[test]
+    fn a_character_that_starts_longer_keys_stays_unless_one_goes_on() {
+        let pc = Precompiled::from_bytes(&build(&[
+            ("e\u{301}", "é"),
+            ("и\u{306}", "й"),
+            ("ا\u{653}", "آ"),
+        ]))
+        .unwrap();
+        assert_eq!(pc.ascii_then[b'e' as usize], [0, 0, 0, 1 << (0xCC - 0xC0)]);
+        assert!(pc.stays_before(b'e', 0xD0) && !pc.stays_before(b'e', 0xCC));
+        let open = |c: char| pc.open[c as usize / 64] >> (c as usize % 64) & 1 == 1;
+        assert!(open('и') && open('ا') && !open('б') && !open('\u{306}'));
+        for (text, expected) in [
+            ("eи", "eи"),
+            ("e\u{301}и\u{306}", "éй"),
+            ("ии\u{306}и", "ийи"),
+            ("и", "и"),
+            ("иe\u{301}", "иé"),
+            ("اا\u{653}ب", "اآب"),
+            ("и\u{301}", "и\u{301}"),
+        ] {
+            assert_eq!(norm(&pc, text), expected, "{text:?}");
+        }
     }
 
     #[test]
