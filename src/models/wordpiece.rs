@@ -174,63 +174,44 @@ impl WordPieceModel {
 
     /// Append the ids of `word` to `out`.
     pub fn encode(&self, word: &str, out: &mut Vec<u32>) {
-        if word.is_empty() {
-            return;
-        }
-        if word.len() > self.max_chars && word.chars().count() > self.max_chars {
-            out.push(self.unk);
-            return;
-        }
-        let bytes = word.as_bytes();
         let mark = out.len();
-        let (initial, continuation) = self.tries();
-        let mut start = 0;
-        while start < bytes.len() {
-            let trie = if start == 0 { initial } else { continuation };
-            match trie.longest(bytes, start) {
-                Some((end, id)) => {
-                    out.push(id);
-                    start = end;
-                }
-                None => {
-                    out.truncate(mark);
-                    out.push(self.unk);
-                    return;
-                }
-            }
+        if !self.for_each_piece(word, |id, _, _| out.push(id)) {
+            out.truncate(mark);
+            out.push(self.unk);
         }
     }
-}
 
-impl WordPieceModel {
     /// [`encode`](Self::encode) with each token's byte span in `word`: (id, start, end). The
     /// unknown token spans the whole word.
     pub fn encode_spans(&self, word: &str, out: &mut Vec<(u32, usize, usize)>) {
-        if word.is_empty() {
-            return;
-        }
-        if word.len() > self.max_chars && word.chars().count() > self.max_chars {
+        let mark = out.len();
+        if !self.for_each_piece(word, |id, start, end| out.push((id, start, end))) {
+            out.truncate(mark);
             out.push((self.unk, 0, word.len()));
-            return;
+        }
+    }
+
+    /// Greedy longest-match-first: `piece(id, start, end)` for each token of `word`, the first
+    /// from the initial entries and the rest from the `##` ones. False, after any number of
+    /// calls, when the word is the unknown token instead (longer than `max_chars` characters,
+    /// or a position no entry starts at); an empty word has no tokens.
+    #[inline(always)]
+    fn for_each_piece(&self, word: &str, mut piece: impl FnMut(u32, usize, usize)) -> bool {
+        if word.len() > self.max_chars && word.chars().count() > self.max_chars {
+            return false;
         }
         let bytes = word.as_bytes();
-        let mark = out.len();
         let (initial, continuation) = self.tries();
         let mut start = 0;
         while start < bytes.len() {
             let trie = if start == 0 { initial } else { continuation };
-            match trie.longest(bytes, start) {
-                Some((end, id)) => {
-                    out.push((id, start, end));
-                    start = end;
-                }
-                None => {
-                    out.truncate(mark);
-                    out.push((self.unk, 0, word.len()));
-                    return;
-                }
-            }
+            let Some((end, id)) = trie.longest(bytes, start) else {
+                return false;
+            };
+            piece(id, start, end);
+            start = end;
         }
+        true
     }
 }
 
