@@ -71,8 +71,10 @@ pub struct Precompiled {
     /// For each ASCII byte, one bit per byte that some rule's key has right after it (256 bits):
     /// a kept ASCII byte followed by any other byte stays too, whatever cluster it starts. (Keys
     /// of sentencepiece's NFKC maps that start in ASCII go on only into combining marks, `cc` and
-    /// `cd`, so a space before a Cyrillic or Devanagari word needs no walk.)
-    ascii_then: [[u64; 4]; 128],
+    /// `cd`, so a space before a Cyrillic or Devanagari word needs no walk.) Boxed: 4 KB in
+    /// line would grow every `Normalizer` value, and the parser of nested `Sequence`s holds one
+    /// per level on its stack.
+    ascii_then: Box<[[u64; 4]; 128]>,
     /// One bit per BMP code point: no rule starts with it, so it (and any cluster it starts) stays.
     inert: Vec<u64>,
     /// One bit per BMP code point that has no rule of its own but starts longer keys (Cyrillic
@@ -99,7 +101,7 @@ impl Precompiled {
             table,
             ascii: [None; 128],
             keep: [false; 256],
-            ascii_then: [[0; 4]; 128],
+            ascii_then: Box::new([[0; 4]; 128]),
             inert: vec![0; 0x10000 / 64],
             open: vec![0; 0x10000 / 64],
             open_then: [0; 4],
@@ -648,6 +650,15 @@ mod tests {
         assert_eq!(norm(&pc, "ﬁne so\u{ad}ft\tok"), "fine soft ok");
         assert_eq!(norm(&pc, ""), "");
         assert_eq!(norm(&pc, "中文 ок"), "中文 ок");
+    }
+
+    /// The parser of nested normalizer `Sequence`s holds a `Normalizer` per level on its stack
+    /// (`engines::robustness_tests::nesting_as_deep_as_json_allows_is_fine` overflowed a test
+    /// thread's stack in a debug build with 4 KB more in line): the big tables stay boxed.
+    #[test]
+    fn the_struct_stays_small() {
+        let size = std::mem::size_of::<Precompiled>();
+        assert!(size <= 2048, "Precompiled is {size} bytes in line");
     }
 
     /// A character that only starts longer keys (`e`, `и`) stays without a walk when no key
