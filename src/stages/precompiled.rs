@@ -15,9 +15,10 @@
 //! non-Latin text), so clusters are found only where they can change the result: where a rule
 //! matches within 5 bytes of a character (see `Precompiled::step`). Most characters need no walk
 //! at all: ASCII followed by ASCII (a 128-entry table), a BMP character no key starts with (a
-//! bitmap), and an ASCII or BMP character that has no rule of its own when no key goes on from
-//! it into the byte that follows (a space before a Cyrillic word; Cyrillic `а` before `б`, where
-//! only `а` + U+0306 is a key). Unchanged text is copied in runs.
+//! bitmap), an ASCII byte with no rule when no key goes on from it into the byte that follows (a
+//! space before a Cyrillic word), and a BMP character with no rule when no key goes on from such
+//! a character into the character that follows (Cyrillic `а` before `б`, where only `а` + U+0306
+//! is a key; a kana before another kana). Unchanged text is copied in runs.
 
 use unicode_segmentation::GraphemeCursor;
 
@@ -78,10 +79,14 @@ pub struct Precompiled {
     /// One bit per BMP code point: no rule starts with it, so it (and any cluster it starts) stays.
     inert: Vec<u64>,
     /// One bit per BMP code point that has no rule of its own but starts longer keys (Cyrillic
-    /// `а` before a combining breve, Arabic `ا` before a hamza): it stays unless one of
-    /// `open_then` follows it.
+    /// `а` before a combining breve, Arabic `ا` before a hamza, kana before a voicing mark): it
+    /// stays unless a character of `open_next` or a byte of `open_then` follows it.
     open: Vec<u64>,
-    /// The bytes that some key has right after one of the `open` characters (256 bits).
+    /// One bit per BMP code point that some key has right after an `open` character (the
+    /// combining marks and signs those keys go on into).
+    open_next: Vec<u64>,
+    /// Lead bytes after an `open` character that always need the walk: a key goes on into them
+    /// but not by whole BMP characters (a rule ending inside a character, a 4-byte character).
     open_then: [u64; 4],
     /// The whole-cluster rule for CR LF, if any (it then replaces both characters).
     crlf: Option<Span>,
@@ -104,6 +109,7 @@ impl Precompiled {
             ascii_then: Box::new([[0; 4]; 128]),
             inert: vec![0; 0x10000 / 64],
             open: vec![0; 0x10000 / 64],
+            open_next: vec![0; 0x10000 / 64],
             open_then: [0; 4],
             crlf: None,
         };
@@ -126,8 +132,7 @@ impl Precompiled {
                 Walk::Closed => made.inert[word] |= bit,
                 Walk::Open => {
                     made.open[word] |= bit;
-                    let then = made.continuations(key);
-                    (0..4).for_each(|k| made.open_then[k] |= then[k]);
+                    made.mark_next_chars(key);
                 }
                 Walk::Rule(..) => {}
             }
@@ -163,10 +168,7 @@ impl Precompiled {
             } else if let Some((c, width)) = bmp_char(bytes, i) {
                 let bit = 1 << (c % 64);
                 if self.inert[c / 64] & bit != 0
-                    || (self.open[c / 64] & bit != 0
-                        && bytes
-                            .get(i + width)
-                            .is_none_or(|&b| !has_bit(&self.open_then, b)))
+                    || (self.open[c / 64] & bit != 0 && self.stays_after_open(bytes, i + width))
                 {
                     i += width;
                     continue;
@@ -189,6 +191,84 @@ impl Precompiled {
     #[inline(always)]
     fn stays_before(&self, lead: u8, next: u8) -> bool {
         next < 0x80 || !has_bit(&self.ascii_then[lead as usize], next)
+    }
+
+    /// Whether an `open` character stays when `bytes[next..]` follows it: no key goes on from
+    /// it into the character there (or the text ends), so no prefix of its cluster has a rule.
+    #[inline(always)]
+    fn stays_after_open(&self, bytes: &[u8], next: usize) -> bool {
+        let Some(&b) = bytes.get(next) else {
+            return true;
+        };
+        if has_bit(&self.open_then, b) {
+            return false;
+        }
+        let d = match b {
+            0..0x80 => b as usize,
+            _ => match bmp_char(bytes, next) {
+                Some((d, _)) => d,
+                None => return false, // a 4-byte character, or a cut one: walk
+            },
+        };
+        self.open_next[d / 64] & (1 << (d % 64)) == 0
+    }
+
+    /// Record, for the `open` character spelled `key`, every BMP character some key has right
+    /// after it (`open_next`), and the lead bytes that must always walk (`open_then`): a key
+    /// that ends or has a rule inside the next character, or goes on into a 4-byte one.
+    fn mark_next_chars(&mut self, key: &[u8]) {
+        let then = self.continuations(key);
+        let mut walked = key.to_vec();
+        let lead_at = walked.len();
+        for b1 in (1..=255u8).filter(|&b| has_bit(&then, b)) {
+            walked.truncate(lead_at);
+            walked.push(b1);
+            let width = match b1 {
+                0x01..=0x7F => {
+                    set_bit(&mut self.open_next, b1 as usize);
+                    continue;
+                }
+                0xC2..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 0, // a 4-byte lead or no lead at all
+            };
+            if width == 0 || self.walk(&walked) != Walk::Open {
+                set_bit(&mut self.open_then, b1 as usize);
+                continue;
+            }
+            self.mark_chars_from(&mut walked, lead_at, width);
+        }
+    }
+
+    /// `walked` is an open key followed by the first bytes of a `width`-byte character (from
+    /// `lead_at`): mark each character those bytes can end in where the walk does not close.
+    fn mark_chars_from(&mut self, walked: &mut Vec<u8>, lead_at: usize, width: usize) {
+        let depth = walked.len();
+        for b in 0x80..=0xBFu8 {
+            walked.truncate(depth);
+            walked.push(b);
+            let walk = self.walk(walked);
+            if walk == Walk::Closed {
+                continue;
+            }
+            if walked.len() - lead_at == width {
+                if let Some((d, _)) = bmp_char(&walked[lead_at..], 0) {
+                    set_bit(&mut self.open_next, d);
+                }
+            } else if walk == Walk::Open {
+                self.mark_chars_from(walked, lead_at, width);
+            } else {
+                // A rule inside the character: every character from these bytes on.
+                for last in 0x80..=0xBFu8 {
+                    walked.truncate(depth + 1);
+                    walked.push(last);
+                    if let Some((d, _)) = bmp_char(&walked[lead_at..], 0) {
+                        set_bit(&mut self.open_next, d);
+                    }
+                }
+            }
+        }
+        walked.truncate(depth);
     }
 
     /// The bytes that some rule's key has right after `prefix` (256 bits).
@@ -416,6 +496,10 @@ fn has_bit(bits: &[u64; 4], b: u8) -> bool {
     bits[b as usize / 64] & (1 << (b % 64)) != 0
 }
 
+fn set_bit(bits: &mut [u64], i: usize) {
+    bits[i / 64] |= 1 << (i % 64);
+}
+
 /// The BMP code point (2 or 3 UTF-8 bytes) starting at `i`, with its width.
 fn bmp_char(bytes: &[u8], i: usize) -> Option<(usize, usize)> {
     let lead = *bytes.get(i)? as usize;
@@ -558,7 +642,7 @@ mod tests {
 
     /// A charsmap for `rules` laid out greedily (the layout `build_charsmap` in the Python
     /// reference produces): each node takes the first base whose slots are all free.
-    fn build(rules: &[(&str, &str)]) -> Vec<u8> {
+    fn build<K: AsRef<[u8]>>(rules: &[(K, &str)]) -> Vec<u8> {
         let mut table = Vec::new();
         let mut values = Vec::new();
         for (_, replacement) in rules {
@@ -571,7 +655,7 @@ mod tests {
         let mut nodes: Vec<Node> = vec![(Vec::new(), None)];
         for ((key, _), &value) in rules.iter().zip(&values) {
             let mut node = 0;
-            for &b in key.as_bytes() {
+            for &b in key.as_ref() {
                 node = match nodes[node].0.iter().find(|(l, _)| *l == b) {
                     Some(&(_, child)) => child,
                     None => {
@@ -650,6 +734,76 @@ mod tests {
         assert_eq!(norm(&pc, "ﬁne so\u{ad}ft\tok"), "fine soft ok");
         assert_eq!(norm(&pc, ""), "");
         assert_eq!(norm(&pc, "中文 ок"), "中文 ок");
+    }
+
+    /// The same charsmap with every skip of `normalize` turned off: each character goes
+    /// through `step`, the trie walk and the cluster rules.
+    fn unskipped(pc: &Precompiled) -> Precompiled {
+        let mut slow = pc.clone();
+        slow.keep = [false; 256];
+        slow.inert.iter_mut().for_each(|w| *w = 0);
+        slow.open.iter_mut().for_each(|w| *w = 0);
+        slow
+    }
+
+    /// Every skip gives what the walk gives, on random texts of characters that start keys,
+    /// the marks those keys go on into, and their neighbours, for charsmaps whose keys go on
+    /// by whole characters, end inside one, or go on into a 4-byte one.
+    #[test]
+    fn the_skips_equal_walking_every_character() {
+        use crate::models::random::SplitMix64;
+        let byte_rules: [(&[u8], &str); 3] = [
+            ("и".as_bytes(), "I"),
+            (b"\xd0\xb1\xcc", "B"), // `б` + the first byte of a combining mark
+            (b"\xd0\xb3\xe3\x82", "G"), // `г` + two bytes of a kana voicing mark
+        ];
+        let charsmaps = [
+            build(&[
+                ("e\u{301}", "é"),
+                ("и\u{306}", "й"),
+                ("ا\u{653}", "آ"),
+                ("か\u{3099}", "が"),
+                ("a\u{1F600}", "x"),
+                ("Ａ", "A"),
+            ]),
+            build(&byte_rules),
+            build(&[(" \u{301}", "'"), ("ÿ\u{308}", "y")]),
+        ];
+        let alphabet = [
+            "a",
+            "e",
+            " ",
+            "и",
+            "б",
+            "г",
+            "ا",
+            "ب",
+            "か",
+            "の",
+            "Ａ",
+            "ÿ",
+            "\u{301}",
+            "\u{306}",
+            "\u{308}",
+            "\u{653}",
+            "\u{3099}",
+            "\u{1F600}",
+            "\u{0300}",
+            "\r\n",
+            "x",
+        ];
+        let mut rng = SplitMix64::new(11);
+        for blob in &charsmaps {
+            let fast = Precompiled::from_bytes(blob).unwrap();
+            let slow = unskipped(&fast);
+            for _ in 0..3000 {
+                let len = (rng.next_u64() % 12) as usize;
+                let text: String = (0..len)
+                    .map(|_| alphabet[(rng.next_u64() % alphabet.len() as u64) as usize])
+                    .collect();
+                assert_eq!(norm(&fast, &text), norm(&slow, &text), "{text:?}");
+            }
+        }
     }
 
     /// The parser of nested normalizer `Sequence`s holds a `Normalizer` per level on its stack
