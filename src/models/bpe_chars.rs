@@ -24,6 +24,8 @@ use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
 
+use crate::text::bits;
+
 /// An entry of [`CharStarts::narrow`] (and `wide`) that is not a start.
 const NOT_A_START: u32 = u32::MAX;
 const ABSENT: u64 = u64::MAX;
@@ -42,15 +44,6 @@ struct Context {
     /// Ranges of [`CharStarts::spans`].
     before: (u32, u32),
     after: (u32, u32),
-}
-
-#[inline]
-fn has_bit(bits: &[u64; 4], b: u8) -> bool {
-    bits[(b >> 6) as usize] >> (b & 63) & 1 != 0
-}
-
-fn set_bit(bits: &mut [u64; 4], b: u8) {
-    bits[(b >> 6) as usize] |= 1 << (b & 63);
 }
 
 /// One start as [`CharStarts::listing`] gives it: (character, id, the strings that may not come
@@ -188,8 +181,9 @@ impl CharStarts {
                             after: (0, 0),
                         };
                         xs.iter()
-                            .for_each(|x| set_bit(&mut ctx.before_last, x[x.len() - 1]));
-                        ys.iter().for_each(|y| set_bit(&mut ctx.after_first, y[0]));
+                            .for_each(|x| bits::set(&mut ctx.before_last, x[x.len() - 1] as usize));
+                        ys.iter()
+                            .for_each(|y| bits::set(&mut ctx.after_first, y[0] as usize));
                         ctx.before = starts.keep(xs);
                         ctx.after = starts.keep(ys);
                         starts.contexts.push(ctx);
@@ -301,10 +295,10 @@ impl CharStarts {
     fn blocked(&self, ctx: &Context, word: &[u8], i: usize, k: usize) -> bool {
         let (head, tail) = (&word[..i], &word[i + k..]);
         (i > 0
-            && has_bit(&ctx.before_last, head[i - 1])
+            && bits::has(&ctx.before_last, head[i - 1] as usize)
             && self.strings(ctx.before).any(|x| head.ends_with(x)))
             || (!tail.is_empty()
-                && has_bit(&ctx.after_first, tail[0])
+                && bits::has(&ctx.after_first, tail[0] as usize)
                 && self.strings(ctx.after).any(|y| tail.starts_with(y)))
     }
 

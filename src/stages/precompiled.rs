@@ -22,6 +22,7 @@
 
 use unicode_segmentation::GraphemeCursor;
 
+use crate::text::bits;
 use crate::Error;
 
 /// Hugging Face tries the whole cluster only below this many bytes, so no walk is longer than 5.
@@ -120,18 +121,15 @@ impl Precompiled {
         for b in 0..128u8 {
             made.keep[b as usize] =
                 made.ascii[b as usize].is_none() && (b != b'\r' || made.crlf.is_none());
-        }
-        for b in 0..128u8 {
             made.ascii_then[b as usize] = made.continuations(&[b]);
         }
         let mut buf = [0u8; 4];
         for c in '\u{80}'..='\u{FFFF}' {
             let key = c.encode_utf8(&mut buf).as_bytes();
-            let (word, bit) = (c as usize / 64, 1 << (c as usize % 64));
             match made.walk(key) {
-                Walk::Closed => made.inert[word] |= bit,
+                Walk::Closed => bits::set(&mut made.inert, c as usize),
                 Walk::Open => {
-                    made.open[word] |= bit;
+                    bits::set(&mut made.open, c as usize);
                     made.mark_next_chars(key);
                 }
                 Walk::Rule(..) => {}
@@ -166,9 +164,8 @@ impl Precompiled {
                     continue;
                 }
             } else if let Some((c, width)) = bmp_char(bytes, i) {
-                let bit = 1 << (c % 64);
-                if self.inert[c / 64] & bit != 0
-                    || (self.open[c / 64] & bit != 0 && self.stays_after_open(bytes, i + width))
+                if bits::has(&self.inert, c)
+                    || (bits::has(&self.open, c) && self.stays_after_open(bytes, i + width))
                 {
                     i += width;
                     continue;
@@ -190,7 +187,7 @@ impl Precompiled {
     /// any other `next` that [`Self::ascii_then`] lacks, so no prefix of its cluster has a rule.
     #[inline(always)]
     fn stays_before(&self, lead: u8, next: u8) -> bool {
-        next < 0x80 || !has_bit(&self.ascii_then[lead as usize], next)
+        next < 0x80 || !bits::has(&self.ascii_then[lead as usize], next as usize)
     }
 
     /// Whether an `open` character stays when `bytes[next..]` follows it: no key goes on from
@@ -200,7 +197,7 @@ impl Precompiled {
         let Some(&b) = bytes.get(next) else {
             return true;
         };
-        if has_bit(&self.open_then, b) {
+        if bits::has(&self.open_then, b as usize) {
             return false;
         }
         let d = match b {
@@ -210,7 +207,7 @@ impl Precompiled {
                 None => return false, // a 4-byte character, or a cut one: walk
             },
         };
-        self.open_next[d / 64] & (1 << (d % 64)) == 0
+        !bits::has(&self.open_next, d)
     }
 
     /// Record, for the `open` character spelled `key`, every BMP character some key has right
@@ -220,12 +217,12 @@ impl Precompiled {
         let then = self.continuations(key);
         let mut walked = key.to_vec();
         let lead_at = walked.len();
-        for b1 in (1..=255u8).filter(|&b| has_bit(&then, b)) {
+        for b1 in (1..=255u8).filter(|&b| bits::has(&then, b as usize)) {
             walked.truncate(lead_at);
             walked.push(b1);
             let width = match b1 {
                 0x01..=0x7F => {
-                    set_bit(&mut self.open_next, b1 as usize);
+                    bits::set(&mut self.open_next, b1 as usize);
                     continue;
                 }
                 0xC2..=0xDF => 2,
@@ -233,7 +230,7 @@ impl Precompiled {
                 _ => 0, // a 4-byte lead or no lead at all
             };
             if width == 0 || self.walk(&walked) != Walk::Open {
-                set_bit(&mut self.open_then, b1 as usize);
+                bits::set(&mut self.open_then, b1 as usize);
                 continue;
             }
             self.mark_chars_from(&mut walked, lead_at, width);
@@ -253,7 +250,7 @@ impl Precompiled {
             }
             if walked.len() - lead_at == width {
                 if let Some((d, _)) = bmp_char(&walked[lead_at..], 0) {
-                    set_bit(&mut self.open_next, d);
+                    bits::set(&mut self.open_next, d);
                 }
             } else if walk == Walk::Open {
                 self.mark_chars_from(walked, lead_at, width);
@@ -263,7 +260,7 @@ impl Precompiled {
                     walked.truncate(depth + 1);
                     walked.push(last);
                     if let Some((d, _)) = bmp_char(&walked[lead_at..], 0) {
-                        set_bit(&mut self.open_next, d);
+                        bits::set(&mut self.open_next, d);
                     }
                 }
             }
@@ -280,7 +277,7 @@ impl Precompiled {
             for next in 1..=255u8 {
                 key[prefix.len()] = next;
                 if self.walk(&key) != Walk::Closed {
-                    then[next as usize / 64] |= 1 << (next % 64);
+                    bits::set(&mut then, next as usize);
                 }
             }
         }
@@ -489,15 +486,6 @@ impl<'t> Clusters<'t> {
 /// U+1F1E6..=U+1F1FF, whose cluster boundaries depend on how many of them precede.
 fn is_regional_indicator(bytes: &[u8]) -> bool {
     matches!(bytes, [0xF0, 0x9F, 0x87, 0xA6..=0xBF, ..])
-}
-
-#[inline(always)]
-fn has_bit(bits: &[u64; 4], b: u8) -> bool {
-    bits[b as usize / 64] & (1 << (b % 64)) != 0
-}
-
-fn set_bit(bits: &mut [u64], i: usize) {
-    bits[i / 64] |= 1 << (i % 64);
 }
 
 /// The BMP code point (2 or 3 UTF-8 bytes) starting at `i`, with its width.
@@ -827,7 +815,7 @@ mod tests {
         .unwrap();
         assert_eq!(pc.ascii_then[b'e' as usize], [0, 0, 0, 1 << (0xCC - 0xC0)]);
         assert!(pc.stays_before(b'e', 0xD0) && !pc.stays_before(b'e', 0xCC));
-        let open = |c: char| pc.open[c as usize / 64] >> (c as usize % 64) & 1 == 1;
+        let open = |c: char| bits::has(&pc.open, c as usize);
         assert!(open('и') && open('ا') && !open('б') && !open('\u{306}'));
         for (text, expected) in [
             ("eи", "eи"),

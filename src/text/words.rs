@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::text::bits;
 use crate::text::word_tables::WORD_CHARS;
 
 /// One bit per code point (0 to 0x10FFFF): set for `[\p{L}\p{N}\p{Ideographic}]`.
@@ -33,21 +34,20 @@ struct Wordish {
 impl Wordish {
     #[inline(always)]
     fn has(&self, c: char) -> bool {
-        let cp = c as usize;
-        (self.bits[cp >> 6] >> (cp & 63)) & 1 != 0
+        bits::has(&self.bits, c as usize)
     }
 }
 
 fn wordish() -> &'static Wordish {
     static TABLE: OnceLock<Wordish> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut bits = vec![0u64; 0x110000 / 64];
+        let mut table = vec![0u64; 0x110000 / 64];
         for &(lo, hi) in WORD_CHARS {
             for cp in lo as usize..=hi as usize {
-                bits[cp >> 6] |= 1 << (cp & 63);
+                bits::set(&mut table, cp);
             }
         }
-        Wordish { bits }
+        Wordish { bits: table }
     })
 }
 
