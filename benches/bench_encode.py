@@ -32,8 +32,9 @@ single calls and batch paired in one process (`paired_scaling`: the first two di
 from processes run minutes apart, which this host runs at different speeds). Then the cores each
 library's batch kept busy (CPU time of all its threads over the wall time), and tinyllm's CPU
 time per MB batched over that of single calls that keep their lists: above 1.0, the threads of a
-batch each do more work per MB than one thread alone (each thread's word cache learns only the
-texts that thread encodes), where a busy figure below the core count means idle cores. Last,
+batch each do more work per MB than one thread alone (two cores busy at once slow each other on
+these hosts, threads or not: `bench_batch_ceiling.py` measures that ceiling), where a busy
+figure below the core count means idle cores. Last,
 every library's single-thread speed on its own (`each_alone`: warmed and timed one library after
 another, not in turns), beside the in-turn figures of the table: a check on the turns, which
 make every library reload its data into the CPU's caches after the others' turns.
