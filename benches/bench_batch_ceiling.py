@@ -49,7 +49,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_encode  # noqa: E402  (the corpora, the tokenizer files and the peers' loaders)
 
 PEERS = ("tinyllm", "fastokens", "hf-tokenizers", "tiktoken")
-ONE_THREAD = {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def digest(results) -> str:
@@ -115,9 +114,9 @@ def run(lib: str, name: str, corpus: str, mode: str, repeat: int) -> tuple[list[
     n = (os.cpu_count() or 1) if mode == "procs" else 1
     barrier = ctx.Barrier(n) if mode == "procs" else None
     queue = ctx.Queue()
-    saved = {k: os.environ.get(k) for k in ONE_THREAD}
+    saved = {k: os.environ.get(k) for k in bench_encode.ONE_THREAD}
     if mode in ("single", "procs"):
-        os.environ.update(ONE_THREAD)
+        os.environ.update(bench_encode.ONE_THREAD)
     try:
         children = [ctx.Process(target=worker, args=(lib, name, corpus, mode, repeat, barrier, queue))
                     for _ in range(n)]

@@ -79,13 +79,13 @@ def main() -> int:
     for build in args.builds:
         if not (Path(build) / "tinyllm").is_dir():
             ap.error(f"builds: {build!r} holds no tinyllm package")
-    from bench_encode import prepare
+    from bench_encode import ONE_THREAD, prepare
 
     prepare([args.tokenizer])
     times: dict[str, list[float]] = {b: [] for b in args.builds}
     cmd = [sys.executable, __file__, "--child", "--tokenizer", args.tokenizer, "--corpus", args.corpus,
            "--stage", args.stage, "--docs", str(args.docs), "--passes", str(args.passes)] + ["--batch"] * args.batch
-    threads = {} if args.batch else {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    threads = {} if args.batch else ONE_THREAD
     for _ in range(args.rounds):
         for build in args.builds:
             env = dict(os.environ, PYTHONPATH=build, **threads)

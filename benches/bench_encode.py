@@ -81,6 +81,8 @@ TIKTOKEN_SPECIALS = {"gpt2": {"<|endoftext|>": 50256}, "gpt-4o-o200k": {"<|endof
                      "llama3": {}}
 ALL = ("gpt2", "smollm2", "gpt-4o-o200k", "llama3", "qwen2", "deepseek-v3", "bert-base-uncased", "rut5-base")
 FAMILY_DIR = Path(tempfile.gettempdir()) / "tinyllm-bench-families"
+# The environment of a single-thread measurement: tinyllm's and Hugging Face's pools of one thread.
+ONE_THREAD = {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def tokenizer_json(name: str) -> Path:
@@ -438,7 +440,7 @@ def child(args) -> None:
 def run_child(name: str, corpus: str, repeat: int, mode: str) -> dict:
     env = dict(os.environ)
     if mode in ("single", "alone"):
-        env.update(RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+        env.update(ONE_THREAD)
     cmd = [sys.executable, __file__, "--child", "--mode", mode, "--tokenizer", name, "--corpus", corpus,
            "--repeat", str(repeat)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_encode import ALL, SHARED, documents, fresh, load_libraries, prepare, try_load
+from bench_encode import ALL, ONE_THREAD, SHARED, documents, fresh, load_libraries, prepare, try_load
 
 AGAIN = 3
 
@@ -85,7 +85,7 @@ def instructions(lib: str, name: str, corpus: str, stage: str, count: int) -> in
         cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=qsort*",
                f"--callgrind-out-file={tmp}/out",
                sys.executable, __file__, "--child", lib, name, corpus, stage, str(count)]
-        env = dict(os.environ, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+        env = dict(os.environ, **ONE_THREAD)
         run = subprocess.run(cmd, capture_output=True, text=True, env=env)
     found = re.search(r"Collected : (\d+)", run.stderr)
     if run.returncode != 0 or not found:

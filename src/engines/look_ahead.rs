@@ -16,9 +16,9 @@ const AHEAD: usize = 32;
 /// on each in turn was three quarters of the lookup's time. A batch still waits for its first
 /// line (half of `finish`'s samples sat on that load with 16 pieces a batch); 32 halve that wait
 /// per piece: 3-5% faster on English and code (`bench_builds.py`), where 8 were 6% slower and
-/// 64 no better than 32. The queue holds only keys, from which
-/// a missed piece is rebuilt, so no piece is copied; pieces too long for a key flush the queue and
-/// are encoded at once, keeping the output in order.
+/// 64 no better than 32. The queue holds only keys, from which a missed piece is rebuilt, so no
+/// piece is copied; pieces too long for a key flush the queue and are encoded at once, keeping
+/// the output in order.
 ///
 /// A batch, not a ring of the last `AHEAD` pieces in flight: the same wait hidden without the
 /// ring's index arithmetic and key copies on every piece (8% of the instructions of English
