@@ -14,8 +14,10 @@ cache cleared before each (`BpeEngine.clear_cache`), and the process reports its
 A round's ratio is the baseline's time over the build's, so above 1 is faster; the median over
 the rounds is the figure (these machines have slow phases that last minutes, so a build's time is
 only compared with the baseline's in the same round). Single thread, or with `--batch` one
-`encode_batch` of the warm half and one of the timed half on every core. Ids are not compared
-here: `bench_encode.py` and the tests do that.
+`encode_batch` of the warm half and one of the timed half on every core. `same ids`: after its
+passes, each process encodes the timed half once more, untimed, and the digest of all those ids
+must equal the baseline's in every round (an experiment that changes the ids is not a speed-up;
+`bench_encode.py` and the tests compare with the reference libraries).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: bool = False) -> float:
-    """The fastest of `passes` timed passes, in seconds (run inside a build's process)."""
+def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: bool = False) -> tuple[float, str]:
+    """The fastest of `passes` timed passes, in seconds, and the digest of the timed half's ids
+    (run inside a build's process)."""
     sys.path.insert(0, str(HERE))
+    from bench_batch_ceiling import digest
     from bench_encode import fresh, tokenizer_json
     from bench_instructions import halves
     from tinyllm.tok import load
@@ -56,7 +60,7 @@ def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: boo
         start = time.perf_counter()
         encode_all(texts)
         best = min(best, time.perf_counter() - start)
-    return best
+    return best, digest(tok.encode(d) for d in timed)
 
 
 def main() -> int:
@@ -72,7 +76,7 @@ def main() -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(child(args.tokenizer, args.corpus, args.stage, args.docs, args.passes, args.batch))
+        print(*child(args.tokenizer, args.corpus, args.stage, args.docs, args.passes, args.batch))
         return 0
     if len(args.builds) < 2:
         ap.error("give at least two build directories")
@@ -83,6 +87,7 @@ def main() -> int:
 
     prepare([args.tokenizer])
     times: dict[str, list[float]] = {b: [] for b in args.builds}
+    digests: dict[str, set[str]] = {b: set() for b in args.builds}
     cmd = [sys.executable, __file__, "--child", "--tokenizer", args.tokenizer, "--corpus", args.corpus,
            "--stage", args.stage, "--docs", str(args.docs), "--passes", str(args.passes)] + ["--batch"] * args.batch
     threads = {} if args.batch else ONE_THREAD
@@ -92,16 +97,18 @@ def main() -> int:
             run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=HERE.parent)
             if run.returncode != 0:
                 raise RuntimeError(f"{build}: the timed process failed:\n{run.stderr[-2000:]}")
-            times[build].append(float(run.stdout.split()[-1]))
+            seconds, ids = run.stdout.split()[-2:]
+            times[build].append(float(seconds))
+            digests[build].add(ids)
     base = args.builds[0]
     print(f"{args.tokenizer}, {args.corpus}, {args.stage}{', batch' * args.batch}: {args.rounds} rounds, fastest "
           f"of {args.passes} passes in each; speed = baseline time / build time")
-    print("| build | median ms | speed vs baseline: median | min | max |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| build | median ms | speed vs baseline: median | min | max | same ids |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
     for build in args.builds:
         ratios = [b / t for b, t in zip(times[base], times[build])]
         print(f"| {build} | {1000 * statistics.median(times[build]):.1f} | {statistics.median(ratios):.3f} | "
-              f"{min(ratios):.3f} | {max(ratios):.3f} |")
+              f"{min(ratios):.3f} | {max(ratios):.3f} | {'yes' if digests[build] == digests[base] else 'NO'} |")
     return 0
 
 
