@@ -13,17 +13,16 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::FxHashMap;
 
-use crate::memory::huge_pages::{Pages, TableAlloc};
+use crate::memory::huge_pages::Pages;
 use crate::memory::zeroed_table::ZeroedTable;
 use crate::models::bpe_chars::{token_bytes, CharStarts, Listed};
+use crate::models::bpe_pairs::{OrderKeys, PairTable, ABSENT};
 use crate::models::random::SplitMix64;
 use crate::Error;
 
 const NONE: u32 = u32::MAX;
-/// The packed answer (`rank << 32 | merged`) for a pair without a merge (no rank is u32::MAX).
-const ABSENT: u64 = u64::MAX;
 /// Words up to this many bytes use the flat scan ([`BpeModel::merge_scan`]).
 const SCAN_WORD: usize = 16;
 /// Longer words up to this many bytes use the linked list ([`BpeModel::merge_linked`]); longer
@@ -37,10 +36,6 @@ const GRID_CELLS: usize = 1 << (2 * GRID_BITS);
 /// The linked list's keys are `rank << POS_BITS | position` (positions below SHORT_WORD).
 const POS_BITS: u32 = 6;
 const _: () = assert!(SHORT_WORD <= 1 << POS_BITS && SHORT_WORD % 8 == 0);
-
-/// (left, right) -> `rank << 32 | merged`: hashbrown's table with its buckets in huge pages
-/// (8 MiB for a cl100k-style file's 233,378 merges, probed at random by every first-seen word).
-type PairMap = hashbrown::HashMap<u64, u64, FxBuildHasher, TableAlloc>;
 
 /// The answers (`rank << 32 | merged`) of the pairs of two ids below [`GRID`], stored negated so
 /// that the zero of fresh memory is ABSENT: the 2 MiB table is then one region of the system's
@@ -116,11 +111,6 @@ thread_local! {
     static LONG_SCRATCH: std::cell::RefCell<LongScratch> = std::cell::RefCell::new(LongScratch::default());
 }
 
-#[inline]
-fn pack(left: u32, right: u32) -> u64 {
-    ((left as u64) << 32) | right as u64
-}
-
 /// The tokens the merges name, other than the bytes' (`bytes` maps those), in the order they get
 /// the internal ids from 256 on: by external id where the vocabulary is numbered in merge order
 /// (GPT-2, tiktoken's ranks and the files converted from them), else in the order the merge
@@ -167,11 +157,13 @@ fn token_order(bytes: &FxHashMap<u32, u32>, merges: &[(u32, u32, u32, u32)]) -> 
 /// mapped back.
 #[derive(Debug, Clone)]
 pub struct BpeModel {
-    /// (left, right) -> rank << 32 | merged, internal ids, for pairs not both below GRID. A
-    /// general hash map beats a flat open-addressing table here: most lookups are of pairs
-    /// without a merge, and hashbrown rejects those from its small control bytes without
-    /// touching the (cold) slots.
-    merges: PairMap,
+    /// (left, right) -> rank << 32 | merged, internal ids, for pairs not both below GRID, with
+    /// its buckets in huge pages (a cl100k-style file's 233,378 merges, probed at random by
+    /// every first-seen word). hashbrown's tables beat a flat open-addressing one here: most
+    /// lookups are of pairs without a merge, and hashbrown rejects those from its small control
+    /// bytes without touching the (cold) slots. The ranks are order keys where the table is
+    /// compact (see `bpe_pairs`).
+    merges: PairTable,
     /// The answers of the pairs of two ids below GRID.
     grid: PairGrid,
     /// Whether byte `b` has a token (its internal id is then `b`).
@@ -230,27 +222,38 @@ impl BpeModel {
             external.push(id);
         }
         // Every token the merges name is numbered now: in the loop below `intern` only looks ids
-        // up, and it numbers the unk token if no merge names it.
-        let mut intern = |id: u32| -> u32 {
+        // up; here it numbers the unk token if no merge names it.
+        let intern = |internal: &mut FxHashMap<u32, u32>, external: &mut Vec<u32>, id: u32| {
             *internal.entry(id).or_insert_with(|| {
                 external.push(id);
                 (external.len() - 1) as u32
             })
         };
-        let short_ranks = merges.iter().all(|m| m.2 < (1 << (31 - POS_BITS)) - 1);
-        let mut table =
-            PairMap::with_capacity_and_hasher_in(merges.len(), FxBuildHasher, TableAlloc);
+        let unk = unk.map(|id| intern(&mut internal, &mut external, id));
+        let short_limit = (1 << (31 - POS_BITS)) - 1;
+        let short_ranks = merges.iter().all(|m| m.2 < short_limit);
+        let keys = OrderKeys::of(
+            merges,
+            |m| internal.get(&m).copied(),
+            external.len(),
+            if short_ranks { short_limit } else { u32::MAX },
+        );
+        let mut table = PairTable::with_capacity(merges.len(), keys);
         let mut grid = PairGrid::new();
+        let (mut tie, mut last) = (0, None);
         for &(l, r, rank, merged) in merges {
-            let (l, r, m) = (intern(l), intern(r), intern(merged));
+            let mut id = |id| intern(&mut internal, &mut external, id);
+            let (l, r, m) = (id(l), id(r), id(merged));
+            tie = if last == Some(m) { tie + 1 } else { 0 };
+            last = Some(m);
+            let rank = keys.map_or(rank, |keys| keys.key(m, tie));
             let answer = ((rank as u64) << 32) | m as u64;
             if l < GRID && r < GRID {
                 grid.set(l, r, answer);
             } else {
-                table.insert(pack(l, r), answer);
+                table.insert(l, r, answer);
             }
         }
-        let unk = unk.map(&mut intern);
         if external.len() >= NONE as usize {
             return Err(Error::Invalid("more than 2^32 - 1 distinct ids".into()));
         }
@@ -283,7 +286,7 @@ impl BpeModel {
     /// Every merge as (left, right, rank, merged), internal ids.
     fn merge_list(&self) -> Vec<(u32, u32, u32, u32)> {
         let grid = self.grid.entries();
-        let table = (self.merges.iter()).map(|(&p, &a)| ((p >> 32) as u32, p as u32, a));
+        let table = self.merges.entries();
         grid.chain(table)
             .map(|(l, r, a)| (l, r, (a >> 32) as u32, a as u32))
             .collect()
@@ -351,10 +354,7 @@ impl BpeModel {
         if (left | right) < GRID {
             return self.grid.get(left, right);
         }
-        self.merges
-            .get(&pack(left, right))
-            .copied()
-            .unwrap_or(ABSENT)
+        self.merges.get(left, right)
     }
 
     #[inline]
@@ -1190,6 +1190,34 @@ mod tests {
             let mut out = Vec::new();
             m.encode_word(word, &mut out);
             assert_eq!(out, naive(&m, word), "word {word:?}");
+        }
+    }
+
+    /// `a aa a`, where `aa a` and `a aa` both make `aaa`: the lower rank goes first, with the
+    /// ranks kept as order keys (merged ids rising along the list) and as they are (a last
+    /// merge, `b b`, whose token has the smallest id).
+    #[test]
+    fn merges_of_one_token_go_in_rank_order_in_both_forms() {
+        let mut byte_ids = vec![None; 256];
+        byte_ids[b'a' as usize] = Some(0);
+        byte_ids[b'b' as usize] = Some(1);
+        for (swap, falls) in [(false, false), (true, false), (false, true), (true, true)] {
+            // Listed in rank order, as the order keys need.
+            let mut merges = if swap {
+                vec![(0, 0, 0, 10), (0, 10, 1, 11), (10, 0, 2, 11)]
+            } else {
+                vec![(0, 0, 0, 10), (10, 0, 1, 11), (0, 10, 2, 11)]
+            };
+            if falls {
+                merges.push((1, 1, 3, 5));
+            }
+            let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+            assert_eq!(m.merges.is_compact(), !falls, "{merges:?}");
+            let internal = |e: u32| m.external.iter().position(|&x| x == e).unwrap() as u32;
+            let symbols = [b'a' as u32, internal(10), b'a' as u32];
+            // `aa a` (rank 1) -> `a aaa`; with the ranks swapped, `a aa` -> `aaa a`.
+            let expected = if swap { vec![11, 0] } else { vec![0, 11] };
+            assert_eq!(every_path(&m, &symbols), expected, "{merges:?}");
         }
     }
 

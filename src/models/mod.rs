@@ -7,6 +7,7 @@
 
 pub mod bpe;
 pub mod bpe_chars;
+pub mod bpe_pairs;
 pub mod char_bpe;
 pub mod double_array;
 pub mod random;

@@ -2,7 +2,11 @@
 merge tables: every word-length class of the Rust side (<= 8, 16, 32, 64 bytes: flat scans; longer:
 the heap), repeated pairs, merges listed twice (the last wins), words the word cache keeps in its
 lines, words of 33 to 1,024 bytes that it keeps in its spill store, and words it does not keep
-(longer ones, and ones of more than 7 ids): the second encode of a text answers from the cache."""
+(longer ones, and ones of more than 7 ids): the second encode of a text answers from the cache.
+Also tables that list several splits of each new token one after another, as the Llama-3- and
+Qwen2-style files do: there the Rust side ranks the merges by order keys (src/models/bpe_pairs.rs).
+A word where two splits of one token compete is rare among random words; the crate's
+`merges_of_one_token_go_in_rank_order_in_both_forms` builds that state directly."""
 
 from __future__ import annotations
 
@@ -39,6 +43,31 @@ def merge_tables(draw):
     return tokens, merges
 
 
+@st.composite
+def split_tables(draw):
+    """(tokens, merges): each new token `left + right` listed with some of its other splits into
+    two tokens, in a drawn order, right after one another (so the merged ids never fall along the
+    list, and a token is made by several merges of neighbouring ranks)."""
+    tokens = [bytes([b]) for b in range(256)]
+    known = set(tokens)
+    symbols = sorted({bytes([b]) for p in PIECES for b in p})
+    merges = []
+    for _ in range(draw(st.integers(0, 40))):
+        left, right = draw(st.sampled_from(symbols)), draw(st.sampled_from(symbols))
+        made = left + right
+        if made in known:
+            continue
+        others = [(made[:k], made[k:]) for k in range(1, len(made))
+                  if made[:k] in known and made[k:] in known and made[:k] != left]
+        splits = [(left, right)] + draw(st.lists(st.sampled_from(others), unique=True, max_size=3)) if others \
+            else [(left, right)]
+        merges.extend(draw(st.permutations(splits)))
+        known.add(made)
+        tokens.append(made)
+        symbols.append(made)
+    return tokens, merges
+
+
 def document(tokens, merges) -> dict:
     vocab = {token_string(t): i for i, t in enumerate(tokens)}
     return {
@@ -53,11 +82,9 @@ def document(tokens, merges) -> dict:
     }
 
 
-@needs_rust
-@settings(max_examples=300, deadline=None)
-@given(table=merge_tables(), words=st.lists(st.lists(st.sampled_from(ALPHABET), max_size=400).map("".join),
-                                            min_size=1, max_size=6))
-def test_rust_merges_equal_the_reference(table, words):
+def assert_reference_ids(table, words):
+    """Rust's ids for `words` (encoded, again from the word cache, and as a batch) equal the
+    reference's, under the merge table `table`."""
     tok = tokenizer_from_document(document(*table))
     assert_fast(tok)
     reference = tok.use_reference()
@@ -66,3 +93,20 @@ def test_rust_merges_equal_the_reference(table, words):
         assert tok.encode(word) == expected, word
         assert tok.encode(word) == expected, f"{word!r} from the word cache"
     assert tok.encode_batch(words) == [reference.encode(w) for w in words]
+
+
+WORDS = st.lists(st.lists(st.sampled_from(ALPHABET), max_size=400).map("".join), min_size=1, max_size=6)
+
+
+@needs_rust
+@settings(max_examples=300, deadline=None)
+@given(table=merge_tables(), words=WORDS)
+def test_rust_merges_equal_the_reference(table, words):
+    assert_reference_ids(table, words)
+
+
+@needs_rust
+@settings(max_examples=200, deadline=None)
+@given(table=split_tables(), words=WORDS)
+def test_every_split_listed_merges_in_rank_order(table, words):
+    assert_reference_ids(table, words)

@@ -1,0 +1,303 @@
+//! The merge table of byte-level BPE for pairs outside the dense grid: (left, right) ->
+//! `rank << 32 | merged`, internal ids.
+//!
+//! Two forms. [`PairTable::Wide`] keeps each pair as a 16-byte (key, answer) entry of hashbrown's
+//! map and takes any ranks. [`PairTable::Compact`] keeps a pair in one 8-byte entry, `left`,
+//! `right` and an order key, so the table is half the size (o200k's 200,000 pairs: 2 MiB of
+//! entries instead of 4, nearer the 2 MiB of a core's L2 cache, where a first-seen word's pair
+//! questions land at random). It needs no rank beside the merged id because in the vocabularies
+//! read from tiktoken's files and in GPT-2's the merged ids rise with the ranks: merging in rank
+//! order is merging in order of the merged id, and among the merges that make the same token
+//! (a Llama-3- or Qwen2-style file lists every split of a token), in order of their ranks. So the
+//! order key is `merged << tie_bits | tie`, `tie` the merge's place among those of its token, and
+//! the merged id is the key's high bits.
+//!
+//! Example: merges `a a` -> `aa` (rank 0), `aa a` -> `aaa` (1), `a aa` -> `aaa` (2), with
+//! `aa` = 3 and `aaa` = 4 (ids 0-2 the bytes). The keys are `3 << 1 | 0`, `4 << 1 | 0` and
+//! `4 << 1 | 1` (one tie bit): ordered as the ranks are. In `a aa a` both pairs make `aaa`, and
+//! `aa a` goes first, as its rank says: `a aaa`, where the leftmost pair would have given
+//! `aaa a`.
+//!
+//! The order keys replace the ranks everywhere, the grid's answers too: every comparison of two
+//! ranks gives the same answer with the keys, and nothing reads a rank's value.
+
+use rustc_hash::FxBuildHasher;
+
+use crate::memory::huge_pages::TableAlloc;
+
+/// The packed answer (`rank << 32 | merged`) of a pair without a merge (no rank is u32::MAX).
+pub const ABSENT: u64 = u64::MAX;
+
+/// How merges are ranked inside the model: their own ranks, or order keys (see the module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderKeys {
+    /// Bits of an internal id.
+    id_bits: u32,
+    /// Bits of a tie among the merges that make one token.
+    tie_bits: u32,
+}
+
+impl OrderKeys {
+    /// The order keys of `merges` (left, right, rank, merged; internal ids below `id_count`), if
+    /// they apply: the list is in rank order, the merged ids never fall along it, the keys stay
+    /// below `limit` and an entry fits 64 bits. `merged_of` maps a listed merged id to its
+    /// internal one.
+    pub fn of(
+        merges: &[(u32, u32, u32, u32)],
+        merged_of: impl Fn(u32) -> Option<u32>,
+        id_count: usize,
+        limit: u32,
+    ) -> Option<OrderKeys> {
+        let id_bits = bits_for(id_count.checked_sub(1)? as u64);
+        let (mut last_rank, mut last_merged, mut tie, mut most) = (None, None, 0u64, 0u64);
+        for &(_, _, rank, merged) in merges {
+            let merged = merged_of(merged)?;
+            if last_rank.is_some_and(|r| r >= rank) || last_merged.is_some_and(|m| m > merged) {
+                return None;
+            }
+            tie = if last_merged == Some(merged) {
+                tie + 1
+            } else {
+                0
+            };
+            most = most.max(tie);
+            (last_rank, last_merged) = (Some(rank), Some(merged));
+        }
+        let keys = OrderKeys {
+            id_bits,
+            tie_bits: bits_for(most),
+        };
+        if 3 * id_bits + keys.tie_bits > 64 {
+            return None;
+        }
+        // Below 2^(id_bits + tie_bits), which the check above keeps under 2^64.
+        let highest = (id_count as u64 - 1) << keys.tie_bits | most;
+        (highest < limit as u64).then_some(keys)
+    }
+
+    /// The order key of the next merge of the list `of` accepted: `merged` and its tie.
+    pub fn key(&self, merged: u32, tie: u32) -> u32 {
+        merged << self.tie_bits | tie
+    }
+
+    fn key_bits(&self) -> u32 {
+        self.id_bits + self.tie_bits
+    }
+}
+
+/// The bits needed to write `n` (0 for 0).
+fn bits_for(n: u64) -> u32 {
+    u64::BITS - n.leading_zeros()
+}
+
+#[inline(always)]
+fn hash(key: u64) -> u64 {
+    use std::hash::BuildHasher;
+    FxBuildHasher.hash_one(key)
+}
+
+#[inline(always)]
+fn pack(left: u32, right: u32) -> u64 {
+    ((left as u64) << 32) | right as u64
+}
+
+/// The pairs outside the grid (see the module).
+#[derive(Clone)]
+pub enum PairTable {
+    Wide(hashbrown::HashMap<u64, u64, FxBuildHasher, TableAlloc>),
+    Compact {
+        entries: hashbrown::HashTable<u64, TableAlloc>,
+        keys: OrderKeys,
+    },
+}
+
+impl std::fmt::Debug for PairTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let form = match self {
+            PairTable::Wide(_) => "wide",
+            PairTable::Compact { .. } => "compact",
+        };
+        write!(f, "PairTable({form}, {} pairs)", self.len())
+    }
+}
+
+impl PairTable {
+    /// An empty table for `n` pairs: compact with `keys`, else wide.
+    pub fn with_capacity(n: usize, keys: Option<OrderKeys>) -> PairTable {
+        match keys {
+            Some(keys) => PairTable::Compact {
+                entries: hashbrown::HashTable::with_capacity_in(n, TableAlloc),
+                keys,
+            },
+            None => PairTable::Wide(hashbrown::HashMap::with_capacity_and_hasher_in(
+                n,
+                FxBuildHasher,
+                TableAlloc,
+            )),
+        }
+    }
+
+    /// The compact entry's key of a pair.
+    #[inline(always)]
+    fn pair_key(keys: &OrderKeys, left: u32, right: u32) -> u64 {
+        (left as u64) << keys.id_bits | right as u64
+    }
+
+    /// Set the answer (`rank << 32 | merged`; in a compact table the rank is the order key of
+    /// `merged`) of a pair, replacing an earlier one.
+    pub fn insert(&mut self, left: u32, right: u32, answer: u64) {
+        match self {
+            PairTable::Wide(map) => {
+                map.insert(pack(left, right), answer);
+            }
+            PairTable::Compact { entries, keys } => {
+                let key = Self::pair_key(keys, left, right);
+                let shift = keys.key_bits();
+                let entry = key << shift | answer >> 32;
+                debug_assert_eq!((answer >> 32) as u32 >> keys.tie_bits, answer as u32);
+                match entries.find_mut(hash(key), |&e| e >> shift == key) {
+                    Some(e) => *e = entry,
+                    None => {
+                        entries.insert_unique(hash(key), entry, |&e| hash(e >> shift));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The answer of a pair: `rank << 32 | merged`, or [`ABSENT`].
+    #[inline(always)]
+    pub fn get(&self, left: u32, right: u32) -> u64 {
+        match self {
+            PairTable::Wide(map) => map.get(&pack(left, right)).copied().unwrap_or(ABSENT),
+            PairTable::Compact { entries, keys } => {
+                let key = Self::pair_key(keys, left, right);
+                let shift = keys.key_bits();
+                match entries.find(hash(key), |&e| e >> shift == key) {
+                    Some(&e) => {
+                        let order = e & ((1 << shift) - 1);
+                        order << 32 | order >> keys.tie_bits
+                    }
+                    None => ABSENT,
+                }
+            }
+        }
+    }
+
+    /// Every pair as (left, right, answer).
+    pub fn entries(&self) -> Box<dyn Iterator<Item = (u32, u32, u64)> + '_> {
+        match self {
+            PairTable::Wide(map) => {
+                Box::new(map.iter().map(|(&p, &a)| ((p >> 32) as u32, p as u32, a)))
+            }
+            PairTable::Compact { entries, keys } => {
+                let (id_bits, shift) = (keys.id_bits, keys.key_bits());
+                Box::new(entries.iter().map(move |&e| {
+                    let key = e >> shift;
+                    let order = e & ((1 << shift) - 1);
+                    let answer = order << 32 | order >> keys.tie_bits;
+                    (
+                        (key >> id_bits) as u32,
+                        (key & ((1 << id_bits) - 1)) as u32,
+                        answer,
+                    )
+                }))
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            PairTable::Wide(map) => map.len(),
+            PairTable::Compact { entries, .. } => entries.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether pairs are kept compact (order keys in place of ranks).
+    pub fn is_compact(&self) -> bool {
+        matches!(self, PairTable::Compact { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_keys_follow_the_ranks_or_do_not_apply() {
+        let ids = |m: u32| Some(m);
+        // aa (3), aaa (4) twice: one tie bit.
+        let merges = [(0, 0, 0, 3), (3, 0, 1, 4), (0, 3, 2, 4)];
+        let keys = OrderKeys::of(&merges, ids, 5, u32::MAX).unwrap();
+        assert_eq!(keys.tie_bits, 1);
+        assert_eq!([keys.key(3, 0), keys.key(4, 0), keys.key(4, 1)], [6, 8, 9]);
+        // A merged id that falls, ranks out of order, a key past the limit: none.
+        assert_eq!(
+            OrderKeys::of(&[(0, 0, 0, 4), (0, 1, 1, 3)], ids, 5, u32::MAX),
+            None
+        );
+        assert_eq!(
+            OrderKeys::of(&[(0, 0, 1, 3), (0, 1, 0, 4)], ids, 5, u32::MAX),
+            None
+        );
+        assert_eq!(OrderKeys::of(&merges, ids, 5, 9), None);
+        assert!(OrderKeys::of(&merges, ids, 5, 10).is_some());
+        // An id too wide for three in 64 bits.
+        assert_eq!(OrderKeys::of(&merges, ids, 1 << 22, u32::MAX), None);
+        // An unnumbered merged token.
+        assert_eq!(
+            OrderKeys::of(&merges, |m| (m != 4).then_some(m), 5, u32::MAX),
+            None
+        );
+    }
+
+    #[test]
+    fn both_forms_answer_alike() {
+        let merges: Vec<(u32, u32, u32, u32)> = (0..3000u32)
+            .map(|k| (k % 251 + 300, k / 7 + 400, k, 1000 + k / 3))
+            .collect();
+        let keys = OrderKeys::of(&merges, Some, 2000, u32::MAX).unwrap();
+        let mut wide = PairTable::with_capacity(merges.len(), None);
+        let mut compact = PairTable::with_capacity(merges.len(), Some(keys));
+        let mut tie = 0;
+        for (k, &(l, r, rank, m)) in merges.iter().enumerate() {
+            tie = if k > 0 && merges[k - 1].3 == m {
+                tie + 1
+            } else {
+                0
+            };
+            wide.insert(l, r, (rank as u64) << 32 | m as u64);
+            compact.insert(l, r, (keys.key(m, tie) as u64) << 32 | m as u64);
+        }
+        assert!(compact.is_compact() && !wide.is_compact());
+        assert_eq!(wide.len(), compact.len());
+        let order = |t: &PairTable, l, r| t.get(l, r);
+        for l in 290..560 {
+            for r in 395..830 {
+                let (a, b) = (order(&wide, l, r), order(&compact, l, r));
+                assert_eq!(a == ABSENT, b == ABSENT, "pair {l} {r}");
+                assert_eq!(a as u32, b as u32, "merged of {l} {r}");
+            }
+        }
+        // The order of any two answers is the same in both forms.
+        let listed: Vec<(u64, u64)> = merges
+            .iter()
+            .map(|&(l, r, _, _)| (wide.get(l, r), compact.get(l, r)))
+            .collect();
+        for w in listed.windows(2) {
+            assert_eq!(w[0].0.cmp(&w[1].0), w[0].1.cmp(&w[1].1));
+        }
+        let mut back: Vec<(u32, u32, u64)> = compact.entries().collect();
+        back.sort_unstable();
+        let mut expected: Vec<(u32, u32, u64)> = merges
+            .iter()
+            .map(|&(l, r, _, _)| (l, r, compact.get(l, r)))
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(back, expected);
+    }
+}
