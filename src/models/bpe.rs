@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use crate::memory::huge_pages::Pages;
 use crate::memory::zeroed_table::ZeroedTable;
 use crate::models::bpe_chars::{token_bytes, CharStarts, Listed};
-use crate::models::bpe_pairs::{OrderKeys, PairTable, ABSENT};
+use crate::models::bpe_pairs::{OrderKeys, PairTable, Ties, ABSENT};
 use crate::models::random::SplitMix64;
 use crate::Error;
 
@@ -240,12 +240,11 @@ impl BpeModel {
         );
         let mut table = PairTable::with_capacity(merges.len(), keys);
         let mut grid = PairGrid::new();
-        let (mut tie, mut last) = (0, None);
+        let mut ties = Ties::default();
         for &(l, r, rank, merged) in merges {
             let mut id = |id| intern(&mut internal, &mut external, id);
             let (l, r, m) = (id(l), id(r), id(merged));
-            tie = if last == Some(m) { tie + 1 } else { 0 };
-            last = Some(m);
+            let tie = ties.next(m);
             let rank = keys.map_or(rank, |keys| keys.key(m, tie));
             let answer = ((rank as u64) << 32) | m as u64;
             if l < GRID && r < GRID {

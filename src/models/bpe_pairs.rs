@@ -49,39 +49,61 @@ impl OrderKeys {
         limit: u32,
     ) -> Option<OrderKeys> {
         let id_bits = bits_for(id_count.checked_sub(1)? as u64);
-        let (mut last_rank, mut last_merged, mut tie, mut most) = (None, None, 0u64, 0u64);
+        let (mut last_rank, mut ties, mut most) = (None, Ties::default(), 0u32);
         for &(_, _, rank, merged) in merges {
             let merged = merged_of(merged)?;
-            if last_rank.is_some_and(|r| r >= rank) || last_merged.is_some_and(|m| m > merged) {
+            if last_rank.is_some_and(|r| r >= rank) || ties.last.is_some_and(|m| m > merged) {
                 return None;
             }
-            tie = if last_merged == Some(merged) {
-                tie + 1
-            } else {
-                0
-            };
-            most = most.max(tie);
-            (last_rank, last_merged) = (Some(rank), Some(merged));
+            most = most.max(ties.next(merged));
+            last_rank = Some(rank);
         }
         let keys = OrderKeys {
             id_bits,
-            tie_bits: bits_for(most),
+            tie_bits: bits_for(most as u64),
         };
         if 3 * id_bits + keys.tie_bits > 64 {
             return None;
         }
         // Below 2^(id_bits + tie_bits), which the check above keeps under 2^64.
-        let highest = (id_count as u64 - 1) << keys.tie_bits | most;
+        let highest = (id_count as u64 - 1) << keys.tie_bits | most as u64;
         (highest < limit as u64).then_some(keys)
     }
 
-    /// The order key of the next merge of the list `of` accepted: `merged` and its tie.
+    /// The order key of a merge of the list `of` accepted: its merged id and its tie ([`Ties`]).
     pub fn key(&self, merged: u32, tie: u32) -> u32 {
         merged << self.tie_bits | tie
     }
 
     fn key_bits(&self) -> u32 {
         self.id_bits + self.tie_bits
+    }
+
+    /// The answer (`key << 32 | merged`) of an order key.
+    #[inline(always)]
+    fn answer(&self, key: u64) -> u64 {
+        key << 32 | key >> self.tie_bits
+    }
+}
+
+/// Counts the ties along a merge list in rank order: a merge's place among the merges just
+/// before it that make the same token (0 for the first of them).
+#[derive(Default)]
+pub struct Ties {
+    last: Option<u32>,
+    tie: u32,
+}
+
+impl Ties {
+    /// The tie of the next merge, which makes `merged`.
+    pub fn next(&mut self, merged: u32) -> u32 {
+        self.tie = if self.last == Some(merged) {
+            self.tie + 1
+        } else {
+            0
+        };
+        self.last = Some(merged);
+        self.tie
     }
 }
 
@@ -174,10 +196,7 @@ impl PairTable {
                 let key = Self::pair_key(keys, left, right);
                 let shift = keys.key_bits();
                 match entries.find(hash(key), |&e| e >> shift == key) {
-                    Some(&e) => {
-                        let order = e & ((1 << shift) - 1);
-                        order << 32 | order >> keys.tie_bits
-                    }
+                    Some(&e) => keys.answer(e & ((1 << shift) - 1)),
                     None => ABSENT,
                 }
             }
@@ -194,12 +213,10 @@ impl PairTable {
                 let (id_bits, shift) = (keys.id_bits, keys.key_bits());
                 Box::new(entries.iter().map(move |&e| {
                     let key = e >> shift;
-                    let order = e & ((1 << shift) - 1);
-                    let answer = order << 32 | order >> keys.tie_bits;
                     (
                         (key >> id_bits) as u32,
                         (key & ((1 << id_bits) - 1)) as u32,
-                        answer,
+                        keys.answer(e & ((1 << shift) - 1)),
                     )
                 }))
             }
@@ -263,13 +280,9 @@ mod tests {
         let keys = OrderKeys::of(&merges, Some, 2000, u32::MAX).unwrap();
         let mut wide = PairTable::with_capacity(merges.len(), None);
         let mut compact = PairTable::with_capacity(merges.len(), Some(keys));
-        let mut tie = 0;
-        for (k, &(l, r, rank, m)) in merges.iter().enumerate() {
-            tie = if k > 0 && merges[k - 1].3 == m {
-                tie + 1
-            } else {
-                0
-            };
+        let mut ties = Ties::default();
+        for &(l, r, rank, m) in &merges {
+            let tie = ties.next(m);
             wide.insert(l, r, (rank as u64) << 32 | m as u64);
             compact.insert(l, r, (keys.key(m, tie) as u64) << 32 | m as u64);
         }
