@@ -152,7 +152,9 @@ def corpus_files(workdir: Path, megabytes: int) -> tuple[Path, Path]:
 
 
 def run(model: str, lib: str, corpus: Path, held: Path, vocab: int, workdir: Path) -> dict:
-    env = dict(os.environ, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    from bench_encode import ONE_THREAD  # the one-thread environment every benchmark here uses
+
+    env = dict(os.environ, **ONE_THREAD)
     cmd = [sys.executable, "-c", CHILD, lib, str(corpus), str(held), str(vocab), str(workdir), GPT2_PATTERN, model]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
