@@ -84,6 +84,29 @@ impl OrderKeys {
     fn answer(&self, key: u64) -> u64 {
         key << 32 | key >> self.tie_bits
     }
+
+    /// A compact entry's pair: `left << id_bits | right`.
+    #[inline(always)]
+    fn pair_of(&self, left: u32, right: u32) -> u64 {
+        (left as u64) << self.id_bits | right as u64
+    }
+
+    /// The compact entry of a pair and its answer: the pair above the order key.
+    fn entry(&self, pair: u64, answer: u64) -> u64 {
+        pair << self.key_bits() | answer >> 32
+    }
+
+    /// The pair of a compact entry.
+    #[inline(always)]
+    fn entry_pair(&self, entry: u64) -> u64 {
+        entry >> self.key_bits()
+    }
+
+    /// The answer of a compact entry.
+    #[inline(always)]
+    fn entry_answer(&self, entry: u64) -> u64 {
+        self.answer(entry & ((1 << self.key_bits()) - 1))
+    }
 }
 
 /// Counts the ties along a merge list in rank order: a merge's place among the merges just
@@ -159,12 +182,6 @@ impl PairTable {
         }
     }
 
-    /// The compact entry's key of a pair.
-    #[inline(always)]
-    fn pair_key(keys: &OrderKeys, left: u32, right: u32) -> u64 {
-        (left as u64) << keys.id_bits | right as u64
-    }
-
     /// Set the answer (`rank << 32 | merged`; in a compact table the rank is the order key of
     /// `merged`) of a pair, replacing an earlier one.
     pub fn insert(&mut self, left: u32, right: u32, answer: u64) {
@@ -173,14 +190,14 @@ impl PairTable {
                 map.insert(pack(left, right), answer);
             }
             PairTable::Compact { entries, keys } => {
-                let key = Self::pair_key(keys, left, right);
-                let shift = keys.key_bits();
-                let entry = key << shift | answer >> 32;
+                let pair = keys.pair_of(left, right);
+                let entry = keys.entry(pair, answer);
                 debug_assert_eq!((answer >> 32) as u32 >> keys.tie_bits, answer as u32);
-                match entries.find_mut(hash(key), |&e| e >> shift == key) {
-                    Some(e) => *e = entry,
-                    None => {
-                        entries.insert_unique(hash(key), entry, |&e| hash(e >> shift));
+                let found = |&e: &u64| keys.entry_pair(e) == pair;
+                match entries.entry(hash(pair), found, |&e| hash(keys.entry_pair(e))) {
+                    hashbrown::hash_table::Entry::Occupied(mut e) => *e.get_mut() = entry,
+                    hashbrown::hash_table::Entry::Vacant(e) => {
+                        e.insert(entry);
                     }
                 }
             }
@@ -193,10 +210,9 @@ impl PairTable {
         match self {
             PairTable::Wide(map) => map.get(&pack(left, right)).copied().unwrap_or(ABSENT),
             PairTable::Compact { entries, keys } => {
-                let key = Self::pair_key(keys, left, right);
-                let shift = keys.key_bits();
-                match entries.find(hash(key), |&e| e >> shift == key) {
-                    Some(&e) => keys.answer(e & ((1 << shift) - 1)),
+                let pair = keys.pair_of(left, right);
+                match entries.find(hash(pair), |&e| keys.entry_pair(e) == pair) {
+                    Some(&e) => keys.entry_answer(e),
                     None => ABSENT,
                 }
             }
@@ -209,17 +225,14 @@ impl PairTable {
             PairTable::Wide(map) => {
                 Box::new(map.iter().map(|(&p, &a)| ((p >> 32) as u32, p as u32, a)))
             }
-            PairTable::Compact { entries, keys } => {
-                let (id_bits, shift) = (keys.id_bits, keys.key_bits());
-                Box::new(entries.iter().map(move |&e| {
-                    let key = e >> shift;
-                    (
-                        (key >> id_bits) as u32,
-                        (key & ((1 << id_bits) - 1)) as u32,
-                        keys.answer(e & ((1 << shift) - 1)),
-                    )
-                }))
-            }
+            PairTable::Compact { entries, keys } => Box::new(entries.iter().map(move |&e| {
+                let pair = keys.entry_pair(e);
+                (
+                    (pair >> keys.id_bits) as u32,
+                    (pair & ((1 << keys.id_bits) - 1)) as u32,
+                    keys.entry_answer(e),
+                )
+            })),
         }
     }
 
