@@ -15,9 +15,9 @@ A round's ratio is the baseline's time over the build's, so above 1 is faster; t
 the rounds is the figure (these machines have slow phases that last minutes, so a build's time is
 only compared with the baseline's in the same round). Single thread, or with `--batch` one
 `encode_batch` of the warm half and one of the timed half on every core. `same ids`: after its
-passes, each process encodes the timed half once more, untimed, and the digest of all those ids
-must equal the baseline's in every round (an experiment that changes the ids is not a speed-up;
-`bench_encode.py` and the tests compare with the reference libraries).
+passes, each process encodes the timed half once more the same way, untimed, and the digest of
+all those ids must equal the baseline's in every round (an experiment that changes the ids is
+not a speed-up; `bench_encode.py` and the tests compare with the reference libraries).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: boo
         start = time.perf_counter()
         encode_all(texts)
         best = min(best, time.perf_counter() - start)
-    return best, digest(tok.encode(d) for d in timed)
+    return best, digest(tok.encode_batch(timed) if batch else [tok.encode(d) for d in timed])
 
 
 def main() -> int:
