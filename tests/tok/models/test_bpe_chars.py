@@ -112,15 +112,18 @@ def with_results(merges: list[tuple[bytes, bytes]]) -> tuple[list[bytes], list[t
     return tokens, merges
 
 
-# `語` is built by its own early merges; ` \xe8` (a space and 語's first byte) is a token, so after a
-# space 語 starts as bytes, and `本` (no fragment) always starts whole. A merge that uses `é`'s token
-# before the merge that builds it keeps é out of the table.
-FRAGMENT = with_results([(b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e"), (b" ", b"\xe8"), (b"\xe6", b"\x9c"),
+# ` \xe8` (a space and 語's first byte) is merged before 語's own merges, so after a space 語
+# starts as bytes; `本` (no fragment) always starts whole. A merge that uses `é`'s token before the
+# merge that builds it keeps é out of the table.
+FRAGMENT = with_results([(b" ", b"\xe8"), (b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e"), (b"\xe6", b"\x9c"),
                          (b"\xe6\x9c", b"\xac"), ("é".encode(), b"a"), (b"\xc3", b"\xa9")])
+# The same fragment merged after 語's own merges never fires while 語 is unfinished: 語 starts
+# whole after a space too.
+LATE_FRAGMENT = with_results([(b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e"), (b" ", b"\xe8")])
 # `語 a` merges at rank 0 but 語 is built at ranks 2 and 3: started whole, `語a` would merge before
 # `a ` (rank 1) and give `語a`, ` `; the plain merge gives `語`, `a `.
-# `本\xc3` is made two ways: from `本`, which no merge builds, and from `\xe6\x9c` + `\xac\xc3`,
-# which merges do build; so it can stand before an `é` and is a fragment of é's.
+# The merge `本 \xc3` ranks before é's own merge, but no merge builds `本`, so it never fires; the
+# merge `\xac \xc3` does (`\xac` is a byte), so `\xac` is é's only forbidden left neighbour.
 TWO_WAYS = with_results([("本".encode(), b"\xc3"), (b"\xe6", b"\x9c"), (b"\xac", b"\xc3"),
                          (b"\xe6\x9c", b"\xac\xc3"), (b"\xc3", b"\xa9")])
 EARLY_USE = with_results([("語".encode(), b"a"), (b"a", b" "), (b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e")])
@@ -134,6 +137,16 @@ def test_a_fragment_token_beside_a_character_keeps_it_in_bytes():
     ids = {t: i for i, t in enumerate(tokens)}
     assert start_symbols(" 語語".encode(), starts, range(256)) == [32, 0xE8, 0xAA, 0x9E, ids["語".encode()]]
     assert start_symbols(" 本".encode(), starts, range(256)) == [32, ids["本".encode()]]
+
+
+def test_a_fragment_merged_after_the_character_does_not_keep_it_in_bytes():
+    tokens, merges = LATE_FRAGMENT
+    ranks, starts = reference_parts(tokens, merges)
+    assert starts["語"].before == () and starts["語"].after == ()
+    ids = {t: i for i, t in enumerate(tokens)}
+    raw = " 語".encode()
+    assert start_symbols(raw, starts, range(256)) == [32, ids["語".encode()]]
+    assert plain_merge(list(raw), ranks) == [32, ids["語".encode()]]
 
 
 def test_a_token_merged_before_it_is_built_keeps_its_character_in_bytes():
@@ -169,7 +182,7 @@ def test_rust_starts_and_ids_equal_the_reference(table, texts):
 
 @needs_rust
 @pytest.mark.parametrize("table, listed", [(FRAGMENT, {"語": (b" ",), "本": ()}), (EARLY_USE, {}),
-                                           (TWO_WAYS, {"é": (b"\xac", "本".encode())})])
+                                           (LATE_FRAGMENT, {"語": ()}), (TWO_WAYS, {"é": (b"\xac",)})])
 def test_rust_keeps_the_characters_the_rules_keep_out_in_bytes(table, listed):
     tok = tokenizer_from_document(document(*table))
     assert_fast(tok)
