@@ -40,7 +40,7 @@ const ABSENT: u64 = u64::MAX;
 const NO_BYTES: (u32, u32) = (u32::MAX, 0);
 
 /// The strings that may not come just before a character, and those that may not come after.
-type Fragments<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+type Forbidden<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
 
 /// The byte strings around one character that forbid starting it as its token.
 #[derive(Debug, Clone)]
@@ -165,7 +165,7 @@ impl CharStarts {
         // 753 distinct ones), so a context is kept once and shared: tens of KB that stay in the
         // cache, where one per character was 400 KB (when every fragment token counted) and a
         // cache miss for nearly every CJK character of a first-seen word.
-        let mut kept: FxHashMap<Fragments, u64> = FxHashMap::default();
+        let mut kept: FxHashMap<Forbidden, u64> = FxHashMap::default();
         for (cp, alone) in &chars {
             let xs = crossing(&by_right, &alone.left, &bytes);
             let ys = crossing(&by_left, &alone.right, &bytes);

@@ -126,14 +126,13 @@ def char_starts(tokens: Mapping[int, bytes], ranks: Mapping[tuple[int, int], tup
     the id of byte b's token (byte-level vocabularies have all 256).
     """
     made = _reachable(ranks, byte_ids)
-    first_use: dict[int, int] = {}
-    for (left, right), (rank, _) in ranks.items():
-        for side in (left, right):
-            first_use[side] = min(rank, first_use.get(side, rank))
     reachable = made | set(byte_ids)
+    first_use: dict[int, int] = {}
     by_right: dict[int, list[tuple[int, int]]] = {}
     by_left: dict[int, list[tuple[int, int]]] = {}
     for (left, right), (rank, _) in ranks.items():
+        for side in (left, right):
+            first_use[side] = min(rank, first_use.get(side, rank))
         by_right.setdefault(right, []).append((left, rank))
         by_left.setdefault(left, []).append((right, rank))
     starts: dict[str, CharStart] = {}
