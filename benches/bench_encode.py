@@ -332,18 +332,22 @@ def alone_mbps(factory, warm: list[str], timed: list[str], mb: float, repeat: in
     return {how: statistics.median(v) for how, v in runs.items()}
 
 
-def single_mbps(encode, warm: list[str], timed: list[str], mb: float, keep: bool = False) -> float:
-    """MB/s of single calls over new `str` objects of `timed` by a fresh instance's `encode`,
-    after warming it on `warm`; every result kept until the timing ends, or each dropped at
-    once."""
+def timed_calls(encode, warm: list[str], timed: list[str], keep: bool) -> tuple[float, list]:
+    """(seconds, results) of single calls over new `str` objects of `timed` by a fresh
+    instance's `encode`, after warming it on `warm`; every result kept until the timing ends
+    (and returned), or each dropped at once (a list of None)."""
     for d in warm:
         encode(d)
     texts = fresh(timed)
     start = time.perf_counter()
     # `and None`: a dropped run keeps no list (an empty one is nothing to hold).
     results = [encode(d) for d in texts] if keep else [encode(d) and None for d in texts]
-    seconds = time.perf_counter() - start
-    del results
+    return time.perf_counter() - start, results
+
+
+def single_mbps(encode, warm: list[str], timed: list[str], mb: float, keep: bool = False) -> float:
+    """MB/s of `timed_calls`; the results are freed after the timer stops."""
+    seconds, _ = timed_calls(encode, warm, timed, keep)
     return mb / seconds
 
 
@@ -443,7 +447,10 @@ def run_child(name: str, corpus: str, repeat: int, mode: str) -> dict:
         env.update(ONE_THREAD)
     cmd = [sys.executable, __file__, "--child", "--mode", mode, "--tokenizer", name, "--corpus", corpus,
            "--repeat", str(repeat)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        # The child's own traceback says what failed; the parent's would only name the command.
+        raise RuntimeError(f"{' '.join(cmd[1:])} exited with {out.returncode}:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

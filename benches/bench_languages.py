@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,15 +34,10 @@ def file_documents(path: Path) -> list[str]:
 
 
 def timed_run(factory, warm: list[str], timed: list[str]) -> tuple[float, list]:
-    """(seconds, ids) of a fresh instance's single calls over new `str` objects of `timed`, after
-    warming it on `warm`."""
+    """(seconds, ids) of a fresh instance's single calls over `timed`, after warming it on
+    `warm` (`bench_encode.timed_calls`, results kept for the same-ids column)."""
     encode, _ = factory()
-    for d in warm:
-        encode(d)
-    texts = bench_encode.fresh(timed)
-    start = time.perf_counter()
-    ids = [encode(t) for t in texts]
-    return time.perf_counter() - start, ids
+    return bench_encode.timed_calls(encode, warm, timed, keep=True)
 
 
 def main() -> None:
