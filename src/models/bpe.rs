@@ -19,6 +19,7 @@ use crate::memory::huge_pages::Pages;
 use crate::memory::zeroed_table::ZeroedTable;
 use crate::models::bpe_chars::{token_bytes, CharStarts, Listed};
 use crate::models::bpe_pairs::{OrderKeys, PairTable, Ties, ABSENT};
+use crate::models::radix_queue::RadixQueue;
 use crate::models::random::SplitMix64;
 use crate::Error;
 
@@ -105,6 +106,37 @@ struct LongScratch {
     prev: Vec<u32>,
     alive: Vec<bool>,
     heap: BinaryHeap<Reverse<(u32, u32)>>,
+    queue: RadixQueue,
+}
+
+/// The pairs waiting in the long-word merge, smallest `(rank, position)` first.
+trait PairQueue {
+    /// False when the queue cannot take the pair (see [`RadixQueue::push`]).
+    fn add(&mut self, rank: u32, at: u32) -> bool;
+    fn take(&mut self) -> Option<(u32, u32)>;
+}
+
+impl PairQueue for BinaryHeap<Reverse<(u32, u32)>> {
+    fn add(&mut self, rank: u32, at: u32) -> bool {
+        self.push(Reverse((rank, at)));
+        true
+    }
+
+    fn take(&mut self) -> Option<(u32, u32)> {
+        self.pop().map(|Reverse(pair)| pair)
+    }
+}
+
+impl PairQueue for RadixQueue {
+    #[inline]
+    fn add(&mut self, rank: u32, at: u32) -> bool {
+        self.push((rank as u64) << 32 | at as u64)
+    }
+
+    #[inline]
+    fn take(&mut self) -> Option<(u32, u32)> {
+        self.pop().map(|key| ((key >> 32) as u32, key as u32))
+    }
 }
 
 thread_local! {
@@ -686,32 +718,62 @@ impl BpeModel {
         })
     }
 
+    /// The merge of a long word on a linked list, the pairs waiting in a queue by (rank,
+    /// position). First on the radix queue, whose keys must climb; a vocabulary in which a merge
+    /// can make a pair ranked at or below it (a merge listed before the merges of its parts)
+    /// sends the word to the binary heap, from the start.
     fn merge_long_with(&self, symbols: &[u32], out: &mut Vec<u32>, s: &mut LongScratch) {
-        let n = symbols.len();
-        let none = n as u32;
-        s.ids.clear();
-        s.ids.extend_from_slice(symbols);
-        s.next.clear();
-        s.next.extend(1..=none);
-        s.prev.clear();
-        s.prev
-            .extend((0..none).map(|k| if k == 0 { none } else { k - 1 }));
-        s.alive.clear();
-        s.alive.resize(n, true);
-        s.heap.clear();
         let LongScratch {
             ids,
             next,
             prev,
             alive,
             heap,
+            queue,
         } = s;
+        queue.clear();
+        if !self.merge_queued(symbols, ids, next, prev, alive, queue) {
+            heap.clear();
+            let done = self.merge_queued(symbols, ids, next, prev, alive, heap);
+            debug_assert!(done, "the binary heap takes every pair");
+        }
+        let mut k = 0;
+        while k < symbols.len() {
+            out.push(ids[k]);
+            k = next[k] as usize;
+        }
+    }
+
+    /// Merge `symbols` on the linked list `ids` / `next` / `prev` / `alive` (overwritten), taking
+    /// pairs from `queue` (empty) lowest (rank, position) first; false, with the merge
+    /// unfinished, if the queue refused a pair.
+    fn merge_queued<Q: PairQueue>(
+        &self,
+        symbols: &[u32],
+        ids: &mut Vec<u32>,
+        next: &mut Vec<u32>,
+        prev: &mut Vec<u32>,
+        alive: &mut Vec<bool>,
+        queue: &mut Q,
+    ) -> bool {
+        let n = symbols.len();
+        let none = n as u32;
+        ids.clear();
+        ids.extend_from_slice(symbols);
+        next.clear();
+        next.extend(1..=none);
+        prev.clear();
+        prev.extend((0..none).map(|k| if k == 0 { none } else { k - 1 }));
+        alive.clear();
+        alive.resize(n, true);
         for k in 0..n - 1 {
             if let Some((rank, _)) = self.rank(ids[k], ids[k + 1]) {
-                heap.push(Reverse((rank, k as u32)));
+                if !queue.add(rank, k as u32) {
+                    return false;
+                }
             }
         }
-        while let Some(Reverse((rank, k))) = heap.pop() {
+        while let Some((rank, k)) = queue.take() {
             let k = k as usize;
             let nx = next[k];
             if !alive[k] || nx == none {
@@ -733,20 +795,20 @@ impl BpeModel {
             let pv = prev[k];
             if pv != none {
                 if let Some((r, _)) = self.rank(ids[pv as usize], ids[k]) {
-                    heap.push(Reverse((r, pv)));
+                    if !queue.add(r, pv) {
+                        return false;
+                    }
                 }
             }
             if next[k] != none {
                 if let Some((r, _)) = self.rank(ids[k], ids[next[k] as usize]) {
-                    heap.push(Reverse((r, k as u32)));
+                    if !queue.add(r, k as u32) {
+                        return false;
+                    }
                 }
             }
         }
-        let mut k = 0;
-        while k < n {
-            out.push(ids[k]);
-            k = next[k] as usize;
-        }
+        true
     }
 }
 
@@ -893,6 +955,18 @@ mod tests {
                 None => return s.iter().map(|&i| model.external[i as usize]).collect(),
             }
         }
+    }
+
+    /// `encode_word` of `word` gives the ids of [`naive`].
+    fn assert_as_naive(m: &BpeModel, word: &[u8]) {
+        let mut out = Vec::new();
+        m.encode_word(word, &mut out);
+        assert_eq!(
+            out,
+            naive(m, word),
+            "word {}",
+            String::from_utf8_lossy(word)
+        );
     }
 
     /// The quadratic dropout loop of the specification: every step redraws every eligible pair.
@@ -1080,6 +1154,67 @@ mod tests {
         }
     }
 
+    /// A merge ranked before the merges that make its parts can fire right after them, below the
+    /// rank just merged: the radix queue refuses that pair and the word is merged again on the
+    /// binary heap, with the ids of the merge list.
+    #[test]
+    fn a_merge_ranked_before_its_parts_goes_to_the_heap() {
+        let mut byte_ids = vec![None; 256];
+        byte_ids[b'a' as usize] = Some(0);
+        byte_ids[b'b' as usize] = Some(1);
+        byte_ids[b'c' as usize] = Some(2);
+        // `ab c` (rank 0) before `a b` (rank 1).
+        let m = BpeModel::new(&byte_ids, &[(3, 2, 0, 4), (0, 1, 1, 3)], None, None).unwrap();
+        let word = b"abc".repeat(40);
+        let symbols: Vec<u32> = word.iter().map(|&b| b as u32).collect();
+        let mut s = LongScratch::default();
+        let LongScratch {
+            ids,
+            next,
+            prev,
+            alive,
+            queue,
+            ..
+        } = &mut s;
+        assert!(!m.merge_queued(&symbols, ids, next, prev, alive, queue));
+        let mut out = Vec::new();
+        m.encode_word(&word, &mut out);
+        assert_eq!(out, naive(&m, &word));
+        assert_eq!(out, vec![4; 40]);
+
+        // Random merge lists whose ranks are shuffled, long words: the same ids as the naive loop
+        // through either queue.
+        let mut rng = SplitMix64::new(5);
+        let alphabet = b"abcd";
+        for _ in 0..20 {
+            let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
+            let mut merges = Vec::new();
+            while merges.len() < 60 {
+                let l = (rng.next_u64() % tokens.len() as u64) as u32;
+                let r = (rng.next_u64() % tokens.len() as u64) as u32;
+                let joined = [tokens[l as usize].clone(), tokens[r as usize].clone()].concat();
+                if joined.len() > 6 || tokens.contains(&joined) {
+                    continue;
+                }
+                tokens.push(joined);
+                let rank = (rng.next_u64() % 1000) as u32 * 100 + merges.len() as u32;
+                merges.push((l, r, rank, tokens.len() as u32 - 1));
+            }
+            merges.sort_by_key(|m| m.2);
+            let mut byte_ids = vec![None; 256];
+            for (t, &b) in alphabet.iter().enumerate() {
+                byte_ids[b as usize] = Some(t as u32);
+            }
+            let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+            for len in [65, 100, 300] {
+                let word: Vec<u8> = (0..len)
+                    .map(|_| alphabet[(rng.next_u64() % 4) as usize])
+                    .collect();
+                assert_as_naive(&m, &word);
+            }
+        }
+    }
+
     /// Merges that build `raw` from its bytes, bottom-up, cut at random.
     fn bracketing(raw: &[u8], rng: &mut SplitMix64, merges: &mut Vec<(Vec<u8>, Vec<u8>)>) {
         if raw.len() > 1 {
@@ -1148,14 +1283,7 @@ mod tests {
                 let word: Vec<u8> = (0..len)
                     .flat_map(|_| alphabet[pick(alphabet.len())].bytes())
                     .collect();
-                let mut out = Vec::new();
-                m.encode_word(&word, &mut out);
-                assert_eq!(
-                    out,
-                    naive(&m, &word),
-                    "word {}",
-                    String::from_utf8_lossy(&word)
-                );
+                assert_as_naive(&m, &word);
             }
         }
         assert!(

@@ -1,7 +1,8 @@
 //! The models: the ids of one pre-token. Byte-level BPE (merge ranks), character-level BPE
 //! (byte fallback, fused unknowns, prefix/suffix), WordPiece (greedy longest match), WordLevel
 //! (one id per pre-token) and Unigram (Viterbi, n-best, sampling, byte fallback), plus the
-//! counter-based random numbers of BPE-dropout and Unigram sampling, `double_array` (the trie
+//! counter-based random numbers of BPE-dropout and Unigram sampling, `radix_queue` (the long-word
+//! merge's queue), `double_array` (the trie
 //! WordPiece and Unigram walk) and `text_index` (text -> id over a vocabulary's own texts, shared
 //! with the file readers). Mirrors `tinyllm.tok.models`; no model knows about stages.
 
@@ -10,6 +11,7 @@ pub mod bpe_chars;
 pub mod bpe_pairs;
 pub mod char_bpe;
 pub mod double_array;
+pub mod radix_queue;
 pub mod random;
 pub mod spm_bpe;
 pub mod spm_pieces;
