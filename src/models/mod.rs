@@ -2,9 +2,10 @@
 //! (byte fallback, fused unknowns, prefix/suffix), WordPiece (greedy longest match), WordLevel
 //! (one id per pre-token) and Unigram (Viterbi, n-best, sampling, byte fallback), plus the
 //! counter-based random numbers of BPE-dropout and Unigram sampling, `radix_queue` (the long-word
-//! merge's queue), `double_array` (the trie
-//! WordPiece and Unigram walk) and `text_index` (text -> id over a vocabulary's own texts, shared
-//! with the file readers). Mirrors `tinyllm.tok.models`; no model knows about stages.
+//! merge's queue), `double_array` (the trie WordPiece and Unigram walk) and `text_index` (text ->
+//! id over a vocabulary's own texts, shared with the file readers). Mirrors `tinyllm.tok.models`
+//! (but for `radix_queue`, which the Python reference's merge loop does not need); no model knows
+//! about stages.
 
 pub mod bpe;
 pub mod bpe_chars;
