@@ -369,6 +369,17 @@ impl BpeModel {
             .collect()
     }
 
+    /// Every start of a character's first bytes, by those bytes, with its external id; empty for
+    /// a model without them.
+    pub fn lead_start_listing(&self) -> Vec<Listed<Vec<u8>>> {
+        let Some(starts) = self.all_bytes.then(|| self.char_starts()).flatten() else {
+            return Vec::new();
+        };
+        (starts.lead_listing().into_iter())
+            .map(|(c, id, xs, ys)| (c, self.external[id as usize], xs, ys))
+            .collect()
+    }
+
     /// The external id of internal id `i`.
     #[inline(always)]
     fn ext(&self, i: u32) -> u32 {
@@ -1234,7 +1245,7 @@ mod tests {
         let alphabet = ["a", " ", "é", "ñ", "語", "本", "😀"];
         let mut rng = SplitMix64::new(5);
         let mut pick = move |n: usize| (rng.next_u64() % n as u64) as usize;
-        let mut with_starts = 0;
+        let (mut with_starts, mut with_leads) = (0, 0);
         for _ in 0..400 {
             let text: Vec<u8> = (0..16)
                 .flat_map(|_| alphabet[pick(alphabet.len())].bytes())
@@ -1277,6 +1288,7 @@ mod tests {
             let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
             let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
             with_starts += !m.char_start_listing().is_empty() as usize;
+            with_leads += !m.lead_start_listing().is_empty() as usize;
             for _ in 0..8 {
                 let longest = if pick(4) == 0 { 90 } else { 20 };
                 let len = pick(longest);
@@ -1287,9 +1299,51 @@ mod tests {
             }
         }
         assert!(
-            with_starts > 100,
-            "only {with_starts} tables had character starts"
+            with_starts > 100 && with_leads > 50,
+            "only {with_starts} tables had character starts, {with_leads} lead starts"
         );
+    }
+
+    /// `a` + `語`'s first two bytes rank between `語`'s own merges, so after `a` the character
+    /// may not start whole; its first two bytes start as their token there. The same for the
+    /// first three bytes of `😀` after `b`.
+    #[test]
+    fn a_character_kept_whole_out_starts_from_its_first_bytes() {
+        let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
+        let (a, b) = (b'a' as u32, b'b' as u32);
+        let merges = [
+            (0xE8, 0xAA, 0, 256), // e8 aa
+            (a, 256, 1, 257),     // a e8 aa
+            (256, 0x9E, 2, 258),  // 語
+            (0xF0, 0x9F, 3, 259), // f0 9f
+            (259, 0x98, 4, 260),  // f0 9f 98
+            (b, 260, 5, 261),     // b f0 9f 98
+            (260, 0x80, 6, 262),  // 😀
+        ];
+        let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+        let leads: Vec<(Vec<u8>, u32)> = (m.lead_start_listing().into_iter())
+            .map(|(bytes, id, _, _)| (bytes, id))
+            .collect();
+        assert_eq!(
+            leads,
+            [
+                (vec![0xE8, 0xAA], 256),
+                (vec![0xF0, 0x9F], 259),
+                (vec![0xF0, 0x9F, 0x98], 260)
+            ]
+        );
+        let starts = m.char_starts().unwrap();
+        for (word, expected) in [
+            ("a語語", vec![a, 256, 0x9E, 258]),
+            ("b😀😀", vec![b, 260, 0x80, 262]),
+            ("語a語", vec![258, a, 256, 0x9E]),
+        ] {
+            let mut symbols = vec![0; word.len()];
+            let n = starts.symbols(word.as_bytes(), &mut symbols);
+            let symbols: Vec<u32> = symbols[..n].iter().map(|&i| m.ext(i)).collect();
+            assert_eq!(symbols, expected, "{word}");
+            assert_as_naive(&m, word.as_bytes());
+        }
     }
 
     /// A table where U+0080 (`c2 80`) and U+10000 (`f0 90 80 80`) start as their tokens: the

@@ -247,6 +247,14 @@ engine_pymethods!(PyBpeEngine {
         py.detach(|| self.inner.model().char_start_listing())
     }
 
+    /// The first bytes of 3- and 4-byte characters that a word may start from as whole tokens
+    /// where the character itself may not: (bytes, id, bytes that may not come just before
+    /// them, bytes that may not come just after them), by bytes. What the tests compare with
+    /// `tinyllm.tok.models.bpe_chars.lead_starts`.
+    fn lead_starts(&self, py: Python<'_>) -> Vec<Listed<Vec<u8>>> {
+        py.detach(|| self.inner.model().lead_start_listing())
+    }
+
     /// The engine over shared `tables` (`BpeTables`, read from a tokenizer.json): the byte
     /// tokens, merges and (with `ignore_merges`) whole words come from them, without building
     /// Python lists; the rest as for the constructor.

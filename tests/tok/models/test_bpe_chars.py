@@ -5,6 +5,8 @@
   fragment tokens, merges listed out of order, and characters whose token is used too early).
 * Rust finds the same characters, tokens and forbidden neighbours as the reference, on random
   tables and on the real files, and encodes like the reference's plain merge.
+* The same for the first bytes of a character (`lead_starts`), which start a word where the
+  whole character may not.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from tests.peers import ours, tokenizer_path
 from tests.support.rust import assert_fast, needs_rust
 from tests.tok.models.test_bpe_merge_equivalence import document
 from tinyllm.tok.load import load, tokenizer_from_document
-from tinyllm.tok.models.bpe_chars import char_starts, start_symbols
+from tinyllm.tok.models.bpe_chars import CharStart, char_starts, lead_starts, start_symbols
 from tinyllm.tok.text.byte_alphabet import token_bytes, token_string
 
 # Two ASCII characters, two 2-byte ones sharing a lead byte, two 3-byte ones and a 4-byte one.
@@ -83,13 +85,13 @@ def tables(draw):
 
 
 def reference_parts(tokens: list[bytes], merges: list[tuple[bytes, bytes]]):
-    """(ranks over token indexes, starts, byte ids) as `char_starts` wants them."""
+    """(ranks over token indexes, character starts, lead starts) of a table."""
     index = {t: i for i, t in reversed(list(enumerate(tokens)))}
     ranks = {}
     for rank, (left, right) in enumerate(merges):
         ranks[(index[left], index[right])] = (rank, index[left + right])
     by_id = dict(enumerate(tokens))
-    return ranks, char_starts(by_id, ranks, range(256))
+    return ranks, char_starts(by_id, ranks, range(256)), lead_starts(by_id, ranks, range(256))
 
 
 words = st.lists(st.sampled_from(ALPHABET), max_size=120).map("".join)
@@ -98,10 +100,12 @@ words = st.lists(st.sampled_from(ALPHABET), max_size=120).map("".join)
 @settings(max_examples=300, deadline=None)
 @given(table=tables(), texts=st.lists(words, min_size=1, max_size=8))
 def test_the_reference_start_merges_to_the_plain_ids(table, texts):
-    ranks, starts = reference_parts(*table)
+    ranks, starts, leads = reference_parts(*table)
     for text in texts:
         raw = text.encode()
-        assert plain_merge(start_symbols(raw, starts, range(256)), ranks) == plain_merge(list(raw), ranks), text
+        expected = plain_merge(list(raw), ranks)
+        assert plain_merge(start_symbols(raw, starts, range(256)), ranks) == expected, text
+        assert plain_merge(start_symbols(raw, starts, range(256), leads), ranks) == expected, text
 
 
 def with_results(merges: list[tuple[bytes, bytes]]) -> tuple[list[bytes], list[tuple[bytes, bytes]]]:
@@ -127,11 +131,14 @@ LATE_FRAGMENT = with_results([(b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e"), (b" ",
 TWO_WAYS = with_results([("本".encode(), b"\xc3"), (b"\xe6", b"\x9c"), (b"\xac", b"\xc3"),
                          (b"\xe6\x9c", b"\xac\xc3"), (b"\xc3", b"\xa9")])
 EARLY_USE = with_results([("語".encode(), b"a"), (b"a", b" "), (b"\xe8", b"\xaa"), (b"\xe8\xaa", b"\x9e")])
+# `a \xe8\xaa` ranks between 語's two merges, so after `a` 語 may not start whole; its first two
+# bytes' merge ranks below it, so they start as their token there.
+LEAD = with_results([(b"\xe8", b"\xaa"), (b"a", b"\xe8\xaa"), (b"\xe8\xaa", b"\x9e")])
 
 
 def test_a_fragment_token_beside_a_character_keeps_it_in_bytes():
     tokens, merges = FRAGMENT
-    ranks, starts = reference_parts(tokens, merges)
+    ranks, starts, _ = reference_parts(tokens, merges)
     assert set(starts) == {"語", "本"}
     assert starts["語"].before == (b" ",) and starts["本"].before == ()
     ids = {t: i for i, t in enumerate(tokens)}
@@ -141,7 +148,7 @@ def test_a_fragment_token_beside_a_character_keeps_it_in_bytes():
 
 def test_a_fragment_merged_after_the_character_does_not_keep_it_in_bytes():
     tokens, merges = LATE_FRAGMENT
-    ranks, starts = reference_parts(tokens, merges)
+    ranks, starts, _ = reference_parts(tokens, merges)
     assert starts["語"].before == () and starts["語"].after == ()
     ids = {t: i for i, t in enumerate(tokens)}
     raw = " 語".encode()
@@ -151,7 +158,7 @@ def test_a_fragment_merged_after_the_character_does_not_keep_it_in_bytes():
 
 def test_a_token_merged_before_it_is_built_keeps_its_character_in_bytes():
     tokens, merges = EARLY_USE
-    ranks, starts = reference_parts(tokens, merges)
+    ranks, starts, _ = reference_parts(tokens, merges)
     assert starts == {}
     ids = {t: i for i, t in enumerate(tokens)}
     raw = "語a ".encode()
@@ -167,17 +174,58 @@ def test_rust_starts_and_ids_equal_the_reference(table, texts):
     tokens, merges = table
     tok = tokenizer_from_document(document(tokens, merges))
     assert_fast(tok)
-    # The reference's view through the tokenizer's own ids: one id per token string.
-    model = tok.model
-    by_id = {i: token_bytes(t) for t, i in model.vocab.items()}
-    byte_ids = [model.vocab[token_string(bytes([b]))] for b in range(256)]
-    expected = char_starts(by_id, model.ranks, byte_ids)
-    listed = {ch: (i, tuple(map(bytes, xs)), tuple(map(bytes, ys))) for ch, i, xs, ys in tok._fast.char_starts()}
-    assert listed == {ch: (s.id, s.before, s.after) for ch, s in expected.items()}
+    assert_starts_as_the_reference(tok)
     reference = tok.use_reference()
     for text in texts:
         assert tok.encode(text) == reference.encode(text), text
         assert tok.encode(text) == reference.encode(text), f"{text!r} from the word cache"
+
+
+def listing(rows) -> dict:
+    """A Rust listing of starts, keyed as the reference keys them (bytes for lead starts)."""
+    return {key if isinstance(key, str) else bytes(key): CharStart(i, tuple(map(bytes, xs)), tuple(map(bytes, ys)))
+            for key, i, xs, ys in rows}
+
+
+def assert_starts_as_the_reference(tok) -> tuple[dict, dict]:
+    """Rust's character and lead starts equal the reference's, read through the tokenizer's own
+    ids (one per token string); returns the reference's."""
+    model = tok.model
+    by_id = {}
+    for t, i in model.vocab.items():
+        try:
+            by_id[i] = token_bytes(t)
+        except ValueError:
+            continue  # an added token outside the byte alphabet
+    byte_ids = [model.vocab[token_string(bytes([b]))] for b in range(256)]
+    starts = char_starts(by_id, model.ranks, byte_ids)
+    leads = lead_starts(by_id, model.ranks, byte_ids)
+    assert listing(tok._fast.char_starts()) == starts
+    assert listing(tok._fast.lead_starts()) == leads
+    return starts, leads
+
+
+def test_a_character_kept_whole_out_starts_from_its_first_bytes():
+    tokens, merges = LEAD
+    ranks, starts, leads = reference_parts(tokens, merges)
+    ids = {t: i for i, t in enumerate(tokens)}
+    assert starts["語"].before == (b"a",) and leads[b"\xe8\xaa"] == CharStart(ids[b"\xe8\xaa"])
+    raw = "a語語".encode()
+    assert start_symbols(raw, starts, range(256)) == [97, 0xE8, 0xAA, 0x9E, ids["語".encode()]]
+    symbols = start_symbols(raw, starts, range(256), leads)
+    assert symbols == [97, ids[b"\xe8\xaa"], 0x9E, ids["語".encode()]]
+    assert plain_merge(symbols, ranks) == plain_merge(list(raw), ranks) == [ids[b"a\xe8\xaa"], 0x9E, ids["語".encode()]]
+
+
+@needs_rust
+def test_rust_starts_a_character_kept_whole_out_from_its_first_bytes():
+    tok = tokenizer_from_document(document(*LEAD))
+    assert_fast(tok)
+    _, leads = assert_starts_as_the_reference(tok)
+    assert set(leads) == {b"\xe8\xaa"}
+    reference = tok.use_reference()
+    for text in ["a語語", "語a語", " a語", "aa語a語"]:
+        assert tok.encode(text) == reference.encode(text), text
 
 
 @needs_rust
@@ -197,22 +245,14 @@ def test_rust_keeps_the_characters_the_rules_keep_out_in_bytes(table, listed):
 def test_rust_starts_equal_the_reference_on_real_files(name):
     tok = load(tokenizer_path(name))
     assert_fast(tok)
-    model = tok.model
-    by_id = {}
-    for t, i in model.vocab.items():
-        try:
-            by_id[i] = token_bytes(t)
-        except ValueError:
-            continue  # an added token outside the byte alphabet
-    byte_ids = [model.vocab[token_string(bytes([b]))] for b in range(256)]
-    expected = char_starts(by_id, model.ranks, byte_ids)
-    listed = tok._fast.char_starts()
-    assert len(listed) == len(expected) > 100
-    assert {ch: (i, tuple(map(bytes, xs)), tuple(map(bytes, ys))) for ch, i, xs, ys in listed} == \
-        {ch: (s.id, s.before, s.after) for ch, s in expected.items()}
-    # The starts are used: a CJK text encodes to the same ids as the reference.
-    text = "的中文本語 的 中文。日本語のテキスト、Ελληνικά και русский текст"
+    starts, leads = assert_starts_as_the_reference(tok)
+    assert len(starts) > 100
+    # The starts are used: CJK, Greek, Cyrillic, Georgian and Tamil encode as the reference does.
+    text = ("的中文本語 的 中文。日本語のテキスト、Ελληνικά και русский текст ქართული ენა და "
+            "დამწერლობა தமிழ் மொழி இலக்கியம்")
     assert ours(name).encode(text) == ours(name).use_reference().encode(text)
+    if name == "gpt-4o-o200k":
+        assert len(leads) > 100
 
 
 @needs_rust
@@ -220,4 +260,4 @@ def test_a_vocabulary_without_every_byte_has_no_starts():
     """SmolLM2's vocabulary lacks some byte tokens, so its words start from bytes, as before."""
     tok = load(tokenizer_path("smollm2"))
     assert_fast(tok)
-    assert tok._fast.char_starts() == []
+    assert tok._fast.char_starts() == [] and tok._fast.lead_starts() == []
