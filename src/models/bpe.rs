@@ -359,10 +359,20 @@ impl BpeModel {
     /// Every character start by code point, with its external id; empty for a model without
     /// them.
     pub fn char_start_listing(&self) -> Vec<Listed<char>> {
+        self.by_char(CharStarts::listing)
+    }
+
+    /// Every start of a space and a character, by the character, with its external id; empty
+    /// for a model without them.
+    pub fn spaced_start_listing(&self) -> Vec<Listed<char>> {
+        self.by_char(CharStarts::spaced_listing)
+    }
+
+    fn by_char(&self, listing: impl Fn(&CharStarts) -> Vec<Listed<u32>>) -> Vec<Listed<char>> {
         let Some(starts) = self.all_bytes.then(|| self.char_starts()).flatten() else {
             return Vec::new();
         };
-        (starts.listing().into_iter())
+        (listing(starts).into_iter())
             .filter_map(|(cp, id, xs, ys)| {
                 Some((char::from_u32(cp)?, self.external[id as usize], xs, ys))
             })
@@ -1257,25 +1267,32 @@ mod tests {
 
     /// Random tables over ASCII and multi-byte characters: some characters built by their own
     /// merges, pieces of a random text joined wherever they were cut (so many tokens start or
-    /// end inside a character), a few character tokens merged before they are built. Words
-    /// start from characters where `bpe_chars` allows it, and must give the naive ids.
+    /// end inside a character), a few character tokens merged before they are built, some
+    /// tokens of a space and a character. Words, alone and after a space, start from characters
+    /// where `bpe_chars` allows it, and must give the naive ids.
     #[test]
     fn character_starts_give_the_ids_of_the_plain_merge() {
         let alphabet = ["a", " ", "é", "ñ", "語", "本", "😀"];
         let mut rng = SplitMix64::new(5);
         let mut pick = move |n: usize| (rng.next_u64() % n as u64) as usize;
-        let (mut with_starts, mut with_leads) = (0, 0);
+        let (mut with_starts, mut with_leads, mut with_spaced) = (0, 0, 0);
         for _ in 0..400 {
             let text: Vec<u8> = (0..16)
                 .flat_map(|_| alphabet[pick(alphabet.len())].bytes())
                 .collect();
             let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
             for _ in 0..pick(40) {
-                match pick(10) {
+                match pick(11) {
                     0..=2 => {
                         let raw = alphabet[2 + pick(5)].as_bytes();
                         let mut local = SplitMix64::new(pick(1 << 30) as u64);
                         bracketing(raw, &mut local, &mut pairs);
+                    }
+                    10 => {
+                        // A space and a character, as a word of a GPT-2-style split begins.
+                        let raw = [b" ", alphabet[2 + pick(5)].as_bytes()].concat();
+                        let mut local = SplitMix64::new(pick(1 << 30) as u64);
+                        bracketing(&raw, &mut local, &mut pairs);
                     }
                     3 => pairs.push((
                         alphabet[2 + pick(5)].as_bytes().to_vec(),
@@ -1308,6 +1325,7 @@ mod tests {
             let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
             with_starts += !m.char_start_listing().is_empty() as usize;
             with_leads += !m.lead_start_listing().is_empty() as usize;
+            with_spaced += !m.spaced_start_listing().is_empty() as usize;
             for _ in 0..8 {
                 let longest = if pick(4) == 0 { 90 } else { 20 };
                 let len = pick(longest);
@@ -1315,11 +1333,13 @@ mod tests {
                     .flat_map(|_| alphabet[pick(alphabet.len())].bytes())
                     .collect();
                 assert_as_naive(&m, &word);
+                assert_as_naive(&m, &[b" ", &word[..]].concat());
             }
         }
         assert!(
-            with_starts > 100 && with_leads > 50,
-            "only {with_starts} tables had character starts, {with_leads} lead starts"
+            with_starts > 100 && with_leads > 50 && with_spaced > 50,
+            "only {with_starts} tables had character starts, {with_leads} lead starts, \
+             {with_spaced} spaced starts"
         );
     }
 
@@ -1361,6 +1381,73 @@ mod tests {
             let n = starts.symbols(word.as_bytes(), &mut symbols);
             let symbols: Vec<u32> = symbols[..n].iter().map(|&i| m.ext(i)).collect();
             assert_eq!(symbols, expected, "{word}");
+            assert_as_naive(&m, word.as_bytes());
+        }
+    }
+
+    /// ` п` is listed before the merge that builds `п` (as in o200k's preset), so `п` may not
+    /// start alone; a word's leading space and `п` start as ` п`, unless an `a` follows
+    /// (`bf a` ranks below `п`'s own merge).
+    #[test]
+    fn a_leading_space_and_its_character_start_as_their_token() {
+        let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
+        let (space, a) = (b' ' as u32, b'a' as u32);
+        let merges = [
+            (space, 258, 0, 256), // " п", with п = 258
+            (0xBF, a, 1, 257),    // bf a
+            (0xD0, 0xBF, 2, 258), // п
+        ];
+        let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+        assert!(m.char_start_listing().is_empty());
+        assert_eq!(
+            m.spaced_start_listing(),
+            [('п', 256, vec![], vec![b"a".to_vec()])]
+        );
+        let starts = m.char_starts().unwrap();
+        for (word, expected) in [
+            (" пп", vec![256, 0xD0, 0xBF]),
+            (" пa", vec![space, 0xD0, 0xBF, a]),
+            (" п", vec![256]),
+            ("пп", vec![0xD0, 0xBF, 0xD0, 0xBF]),
+            ("a пп", vec![a, space, 0xD0, 0xBF, 0xD0, 0xBF]),
+        ] {
+            let mut symbols = vec![0; word.len()];
+            let n = starts.symbols(word.as_bytes(), &mut symbols);
+            assert_eq!(symbols[..n], expected, "{word}");
+            assert_as_naive(&m, word.as_bytes());
+        }
+    }
+
+    /// `é`'s context forbids `xa` just before it (`xa c3` ranks below `c3 a9`) and `q` just
+    /// after it (`a9 q` does too). The byte filters pass for any `a` before and any `q` after;
+    /// only the whole string blocks, at either edge, and nothing blocks at the word's ends.
+    #[test]
+    fn a_character_is_blocked_by_whole_strings_not_by_the_filter_byte() {
+        let byte_ids: Vec<Option<u32>> = (0..256).map(Some).collect();
+        let [a, b, q, x, z] = [b'a', b'b', b'q', b'x', b'z'].map(u32::from);
+        let merges = [
+            (x, a, 0, 256),       // xa
+            (256, 0xC3, 1, 257),  // xa c3
+            (0xA9, q, 2, 258),    // a9 q
+            (0xC3, 0xA9, 3, 259), // é
+        ];
+        let m = BpeModel::new(&byte_ids, &merges, None, None).unwrap();
+        assert_eq!(
+            m.char_start_listing(),
+            [('é', 259, vec![b"xa".to_vec()], vec![b"q".to_vec()])]
+        );
+        let starts = m.char_starts().unwrap();
+        for (word, expected) in [
+            ("baé", vec![b, a, 259]),
+            ("xaé", vec![x, a, 0xC3, 0xA9]),
+            ("éz", vec![259, z]),
+            ("éq", vec![0xC3, 0xA9, q]),
+            ("é", vec![259]),
+            ("qéa", vec![q, 259, a]),
+        ] {
+            let mut symbols = vec![0; word.len()];
+            let n = starts.symbols(word.as_bytes(), &mut symbols);
+            assert_eq!(symbols[..n], expected, "{word}");
             assert_as_naive(&m, word.as_bytes());
         }
     }

@@ -255,6 +255,13 @@ engine_pymethods!(PyBpeEngine {
         py.detach(|| self.inner.model().lead_start_listing())
     }
 
+    /// The characters that a word's leading space and they may start from as one token: (the
+    /// character, id, bytes that may not come just before, bytes that may not come just after),
+    /// by code point. What the tests compare with `tinyllm.tok.models.bpe_chars.spaced_starts`.
+    fn spaced_starts(&self, py: Python<'_>) -> Vec<Listed<char>> {
+        py.detach(|| self.inner.model().spaced_start_listing())
+    }
+
     /// The engine over shared `tables` (`BpeTables`, read from a tokenizer.json): the byte
     /// tokens, merges and (with `ignore_merges`) whole words come from them, without building
     /// Python lists; the rest as for the constructor.
