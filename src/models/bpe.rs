@@ -1009,6 +1009,18 @@ mod tests {
         );
     }
 
+    /// `word` starts from the symbols `expected` (external ids) and merges to the naive ids.
+    fn assert_starts_as(m: &BpeModel, word: &str, expected: &[u32]) {
+        let mut symbols = vec![0; word.len()];
+        let n = m
+            .char_starts()
+            .unwrap()
+            .symbols(word.as_bytes(), &mut symbols);
+        let symbols: Vec<u32> = symbols[..n].iter().map(|&i| m.ext(i)).collect();
+        assert_eq!(symbols, expected, "{word}");
+        assert_as_naive(m, word.as_bytes());
+    }
+
     /// The quadratic dropout loop of the specification: every step redraws every eligible pair.
     fn naive_dropout(model: &BpeModel, word: &[u8], p: f64, rng: &mut SplitMix64) -> Vec<u32> {
         let mut s: Vec<u32> = word.iter().filter_map(|&b| model.symbol_of(b)).collect();
@@ -1371,17 +1383,12 @@ mod tests {
                 (vec![0xF0, 0x9F, 0x98], 260)
             ]
         );
-        let starts = m.char_starts().unwrap();
         for (word, expected) in [
             ("a語語", vec![a, 256, 0x9E, 258]),
             ("b😀😀", vec![b, 260, 0x80, 262]),
             ("語a語", vec![258, a, 256, 0x9E]),
         ] {
-            let mut symbols = vec![0; word.len()];
-            let n = starts.symbols(word.as_bytes(), &mut symbols);
-            let symbols: Vec<u32> = symbols[..n].iter().map(|&i| m.ext(i)).collect();
-            assert_eq!(symbols, expected, "{word}");
-            assert_as_naive(&m, word.as_bytes());
+            assert_starts_as(&m, word, &expected);
         }
     }
 
@@ -1403,7 +1410,6 @@ mod tests {
             m.spaced_start_listing(),
             [('п', 256, vec![], vec![b"a".to_vec()])]
         );
-        let starts = m.char_starts().unwrap();
         for (word, expected) in [
             (" пп", vec![256, 0xD0, 0xBF]),
             (" пa", vec![space, 0xD0, 0xBF, a]),
@@ -1411,10 +1417,7 @@ mod tests {
             ("пп", vec![0xD0, 0xBF, 0xD0, 0xBF]),
             ("a пп", vec![a, space, 0xD0, 0xBF, 0xD0, 0xBF]),
         ] {
-            let mut symbols = vec![0; word.len()];
-            let n = starts.symbols(word.as_bytes(), &mut symbols);
-            assert_eq!(symbols[..n], expected, "{word}");
-            assert_as_naive(&m, word.as_bytes());
+            assert_starts_as(&m, word, &expected);
         }
     }
 
@@ -1436,7 +1439,6 @@ mod tests {
             m.char_start_listing(),
             [('é', 259, vec![b"xa".to_vec()], vec![b"q".to_vec()])]
         );
-        let starts = m.char_starts().unwrap();
         for (word, expected) in [
             ("baé", vec![b, a, 259]),
             ("xaé", vec![x, a, 0xC3, 0xA9]),
@@ -1445,10 +1447,7 @@ mod tests {
             ("é", vec![259]),
             ("qéa", vec![q, 259, a]),
         ] {
-            let mut symbols = vec![0; word.len()];
-            let n = starts.symbols(word.as_bytes(), &mut symbols);
-            assert_eq!(symbols[..n], expected, "{word}");
-            assert_as_naive(&m, word.as_bytes());
+            assert_starts_as(&m, word, &expected);
         }
     }
 

@@ -141,6 +141,7 @@ EARLY_USE = with_results([("語".encode(), b"a"), (b"a", b" "), (b"\xe8", b"\xaa
 # `a \xe8\xaa` ranks between 語's two merges, so after `a` 語 may not start whole; its first two
 # bytes' merge ranks below it, so they start as their token there.
 LEAD = with_results([(b"\xe8", b"\xaa"), (b"a", b"\xe8\xaa"), (b"\xe8\xaa", b"\x9e")])
+
 # ` п` is listed before the merge that builds `п`, as in o200k: `п` never starts alone (rule 2),
 # but a word's leading space and `п` start as ` п`, unless an `a` follows (`\xbf a` ranks below
 # `п`'s own merge).
@@ -152,6 +153,7 @@ SPACED = with_results([(b" ", "п".encode()), (b"\xbf", b"a"), (b"\xd0", b"\xbf"
 BOTH_EDGES = with_results([(b"x", b"a"), (b"xa", b"\xc3"), (b"\xa9", b"q"), (b"\xc3", b"\xa9")])
 BOTH_EDGES_SYMBOLS = [("baé", [98, 97, "é"]), ("xaé", [120, 97, 0xC3, 0xA9]), ("éz", ["é", 122]),
                       ("éq", [0xC3, 0xA9, 113]), ("é", ["é"]), ("qéa", [113, "é", 97])]
+
 
 def test_a_fragment_token_beside_a_character_keeps_it_in_bytes():
     tokens, merges = FRAGMENT
@@ -194,6 +196,7 @@ def test_a_character_is_kept_out_only_by_a_whole_forbidden_string():
         symbols = start_symbols(raw, starts, range(256))
         assert symbols == [ids["é".encode()] if s == "é" else s for s in expected], text
         assert plain_merge(symbols, ranks) == plain_merge(list(raw), ranks), text
+
 
 @needs_rust
 @settings(max_examples=300, deadline=None)
@@ -269,6 +272,7 @@ def test_rust_keeps_a_character_out_only_by_a_whole_forbidden_string():
     for text in [t for t, _ in BOTH_EDGES_SYMBOLS] + ["xaéq baéz", "aé qé éaq"]:
         assert tok.encode(text) == reference.encode(text), text
 
+
 def test_a_leading_space_and_letter_start_as_their_token():
     tokens, merges = SPACED
     ranks, starts, _, spaced = reference_parts(tokens, merges)
@@ -291,6 +295,7 @@ def test_rust_starts_a_leading_space_and_letter_as_their_token():
     reference = tok.use_reference()
     for text in [" пп", " пa", "пп пaп", " п", "a пп п"]:
         assert tok.encode(text) == reference.encode(text), text
+
 
 @needs_rust
 @pytest.mark.parametrize("table, listed", [(FRAGMENT, {"語": (b" ",), "本": ()}), (EARLY_USE, {}),
