@@ -18,6 +18,10 @@ only compared with the baseline's in the same round). Single thread, or with `--
 passes, each process encodes the timed half once more the same way, untimed, and the digest of
 all those ids must equal the baseline's in every round (an experiment that changes the ids is
 not a speed-up; `bench_encode.py` and the tests compare with the reference libraries).
+
+`--evict MIB` writes a byte of every 64 over that many MiB before each turn of 100 timed
+documents, outside the timing: what `bench_encode.py`'s libraries in turns do to each other's
+tables in the CPU caches (single thread only).
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: bool = False) -> tuple[float, str]:
+def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: bool = False,
+          evict: int = 0) -> tuple[float, str]:
     """The fastest of `passes` timed passes, in seconds, and the digest of the timed half's ids
     (run inside a build's process)."""
     sys.path.insert(0, str(HERE))
     from bench_batch_ceiling import digest
-    from bench_encode import fresh, tokenizer_json
+    from bench_encode import CHUNK_DOCS, fresh, tokenizer_json
     from bench_instructions import halves
     from tinyllm.tok import load
 
@@ -52,14 +57,28 @@ def child(name: str, corpus: str, stage: str, docs: int, passes: int, batch: boo
             for d in texts:
                 tok.encode(d)
 
+    junk = bytearray(evict << 20)
+    fills = [bytes([k]) * len(junk[::64]) for k in (1, 2)]
+
+    def timed_seconds(texts: list[str]) -> float:
+        if not evict:
+            start = time.perf_counter()
+            encode_all(texts)
+            return time.perf_counter() - start
+        seconds = 0.0
+        for k, at in enumerate(range(0, len(texts), CHUNK_DOCS)):
+            junk[::64] = fills[k % 2]  # every line of junk written: the caches hold junk
+            start = time.perf_counter()
+            encode_all(texts[at:at + CHUNK_DOCS])
+            seconds += time.perf_counter() - start
+        return seconds
+
     best = float("inf")
     for _ in range(passes):
         engine.clear_cache()
         encode_all({"unseen": warm, "again": warm + timed, "cached": timed + warm}[stage])
         texts = fresh(timed)  # no UTF-8 copy left in the objects by an earlier pass
-        start = time.perf_counter()
-        encode_all(texts)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, timed_seconds(texts))
     return best, digest(tok.encode_batch(timed) if batch else [tok.encode(d) for d in timed])
 
 
@@ -73,23 +92,28 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--batch", action="store_true", help="time encode_batch on every core instead")
+    ap.add_argument("--evict", type=int, default=0, metavar="MIB",
+                    help="write over this many MiB before each turn of 100 timed documents (single thread)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(*child(args.tokenizer, args.corpus, args.stage, args.docs, args.passes, args.batch))
+        print(*child(args.tokenizer, args.corpus, args.stage, args.docs, args.passes, args.batch, args.evict))
         return 0
     if len(args.builds) < 2:
         ap.error("give at least two build directories")
+    if args.evict < 0 or (args.evict and args.batch):
+        ap.error(f"--evict: {args.evict} MiB; expected a size >= 0, and no --batch")
     for build in args.builds:
         if not (Path(build) / "tinyllm").is_dir():
             ap.error(f"builds: {build!r} holds no tinyllm package")
-    from bench_encode import ONE_THREAD, prepare
+    from bench_encode import CHUNK_DOCS, ONE_THREAD, prepare
 
     prepare([args.tokenizer])
     times: dict[str, list[float]] = {b: [] for b in args.builds}
     digests: dict[str, set[str]] = {b: set() for b in args.builds}
     cmd = [sys.executable, __file__, "--child", "--tokenizer", args.tokenizer, "--corpus", args.corpus,
-           "--stage", args.stage, "--docs", str(args.docs), "--passes", str(args.passes)] + ["--batch"] * args.batch
+           "--stage", args.stage, "--docs", str(args.docs), "--passes", str(args.passes),
+           "--evict", str(args.evict)] + ["--batch"] * args.batch
     threads = {} if args.batch else ONE_THREAD
     for _ in range(args.rounds):
         for build in args.builds:
@@ -101,7 +125,8 @@ def main() -> int:
             times[build].append(float(seconds))
             digests[build].add(ids)
     base = args.builds[0]
-    print(f"{args.tokenizer}, {args.corpus}, {args.stage}{', batch' * args.batch}: {args.rounds} rounds, fastest "
+    evicted = f", {args.evict} MiB written before each turn of {CHUNK_DOCS}" if args.evict else ""
+    print(f"{args.tokenizer}, {args.corpus}, {args.stage}{', batch' * args.batch}{evicted}: {args.rounds} rounds, fastest "
           f"of {args.passes} passes in each; speed = baseline time / build time")
     print("| build | median ms | speed vs baseline: median | min | max | same ids |")
     print("| --- | ---: | ---: | ---: | ---: | --- |")
