@@ -294,6 +294,7 @@ impl BpeModel {
             .rev()
             .find(|&i| external[i] != (i as u32).wrapping_add(shift))
             .map_or(0, |i| i + 1) as u32;
+        table.learn_homes();
         let whole_words = whole_words.map(|w| {
             w.into_iter()
                 .map(|(k, v)| (k.into_boxed_slice(), v))
