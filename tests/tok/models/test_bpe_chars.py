@@ -212,6 +212,13 @@ def test_rust_starts_and_ids_equal_the_reference(table, texts):
         assert tok.encode(text) == reference.encode(text), f"{text!r} from the word cache"
 
 
+def assert_encodes_as_the_reference(tok, texts) -> None:
+    """Each text gets the reference's ids from the Rust engine."""
+    reference = tok.use_reference()
+    for text in texts:
+        assert tok.encode(text) == reference.encode(text), text
+
+
 def listing(rows) -> dict:
     """A Rust listing of starts, keyed as the reference keys them (bytes for lead starts)."""
     return {key if isinstance(key, str) else bytes(key): CharStart(i, tuple(map(bytes, xs)), tuple(map(bytes, ys)))
@@ -257,9 +264,7 @@ def test_rust_starts_a_character_kept_whole_out_from_its_first_bytes():
     assert_fast(tok)
     _, leads, _ = assert_starts_as_the_reference(tok)
     assert set(leads) == {b"\xe8\xaa"}
-    reference = tok.use_reference()
-    for text in ["a語語", "語a語", " a語", "aa語a語"]:
-        assert tok.encode(text) == reference.encode(text), text
+    assert_encodes_as_the_reference(tok, ["a語語", "語a語", " a語", "aa語a語"])
 
 
 @needs_rust
@@ -268,9 +273,7 @@ def test_rust_keeps_a_character_out_only_by_a_whole_forbidden_string():
     assert_fast(tok)
     starts, _, _ = assert_starts_as_the_reference(tok)
     assert set(starts) == {"é"}
-    reference = tok.use_reference()
-    for text in [t for t, _ in BOTH_EDGES_SYMBOLS] + ["xaéq baéz", "aé qé éaq"]:
-        assert tok.encode(text) == reference.encode(text), text
+    assert_encodes_as_the_reference(tok, [t for t, _ in BOTH_EDGES_SYMBOLS] + ["xaéq baéz", "aé qé éaq"])
 
 
 def test_a_leading_space_and_letter_start_as_their_token():
@@ -292,9 +295,7 @@ def test_rust_starts_a_leading_space_and_letter_as_their_token():
     assert_fast(tok)
     _, _, spaced = assert_starts_as_the_reference(tok)
     assert set(spaced) == {"п"}
-    reference = tok.use_reference()
-    for text in [" пп", " пa", "пп пaп", " п", "a пп п"]:
-        assert tok.encode(text) == reference.encode(text), text
+    assert_encodes_as_the_reference(tok, [" пп", " пa", "пп пaп", " п", "a пп п"])
 
 
 @needs_rust
@@ -304,9 +305,7 @@ def test_rust_keeps_the_characters_the_rules_keep_out_in_bytes(table, listed):
     tok = tokenizer_from_document(document(*table))
     assert_fast(tok)
     assert {ch: tuple(map(bytes, xs)) for ch, _, xs, _ in tok._fast.char_starts()} == listed
-    reference = tok.use_reference()
-    for text in ["語a ", " 語語", "本 本語a", "éa語", " 語本 語", "本é本éé"]:
-        assert tok.encode(text) == reference.encode(text), text
+    assert_encodes_as_the_reference(tok, ["語a ", " 語語", "本 本語a", "éa語", " 語本 語", "本é本éé"])
 
 
 @needs_rust
