@@ -24,6 +24,11 @@ other half, which it has not seen.
 - `batch`: one process, every core, one batch call;
 - `flat` (tinyllm only): the same with `encode_batch_flat`, which makes no Python list: every
   `encode_batch` list is made by the one thread that holds the GIL, work the processes share out.
+- `cores` (the first library only, printed under the table): single calls in a process pinned
+  to each core in turn. The cores of these hosts are not always alike: for stretches of minutes
+  one of the two ran the same single-thread work 1.5x slower than the other (GPT-2 code, a
+  pinned loop: 7.3 ms on one, 11.3 on the other), and then no batch can reach 1.8x a single
+  thread on the fast core.
 
 The modes take turns, round by round, in a rotating order (a slow phase of the machine falls on
 each alike). `exact`: every run's ids equal those of the first library's single calls (tinyllm's
@@ -72,6 +77,9 @@ def worker(lib: str, name: str, corpus: str, mode: str, repeat: int, barrier, qu
 
 
 def timed_runs(lib: str, name: str, corpus: str, mode: str, repeat: int, barrier):
+    if mode.startswith("core"):
+        os.sched_setaffinity(0, {int(mode[4:])})
+        mode = "single"
     docs = bench_encode.documents(corpus)
     warm, timed = docs[: len(docs) // 2], docs[len(docs) // 2:]
     walls, last = [], None
@@ -115,7 +123,7 @@ def run(lib: str, name: str, corpus: str, mode: str, repeat: int) -> tuple[list[
     barrier = ctx.Barrier(n) if mode == "procs" else None
     queue = ctx.Queue()
     saved = {k: os.environ.get(k) for k in bench_encode.ONE_THREAD}
-    if mode in ("single", "procs"):
+    if mode in ("single", "procs") or mode.startswith("core"):
         os.environ.update(bench_encode.ONE_THREAD)
     try:
         children = [ctx.Process(target=worker, args=(lib, name, corpus, mode, repeat, barrier, queue))
@@ -171,6 +179,9 @@ def report(name: str, corpora: list[str], libs: list[str], rounds: int, repeat: 
     print("| library | corpus | single | procs | batch | procs / single | batch / single "
           "| batch / procs | flat / single, / procs | exact |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pinned = [f"core{c}" for c in allowed] if len(allowed) > 1 else []
+    notes = []
     for corpus in corpora:
         docs = bench_encode.documents(corpus)
         mb = sum(len(d.encode()) for d in docs[len(docs) // 2:]) / 1e6
@@ -179,6 +190,8 @@ def report(name: str, corpora: list[str], libs: list[str], rounds: int, repeat: 
             speeds: dict[str, list[float]] = {"single": [], "procs": [], "batch": []}
             if lib == "tinyllm":
                 speeds["flat"] = []
+            if lib == libs[0]:
+                speeds.update({core: [] for core in pinned})
             digests: set[str] = set()
             for k in range(rounds):
                 for mode in bench_encode.rotated(list(speeds), k):
@@ -194,6 +207,10 @@ def report(name: str, corpora: list[str], libs: list[str], rounds: int, repeat: 
             print(f"| {lib} | {corpus} | {m['single']:.1f} | {m['procs']:.1f} | {m['batch']:.1f} "
                   f"| {m['procs'] / m['single']:.2f} | {m['batch'] / m['single']:.2f} "
                   f"| {m['batch'] / m['procs']:.2f} | {flat} | {exact} |", flush=True)
+            if lib == libs[0] and pinned:
+                notes.append(f"{corpus}, {lib}: {bench_encode.pinned_note([m[core] for core in pinned])}")
+    for note in notes:
+        print(f"\n{note}")
 
 
 def main() -> int:

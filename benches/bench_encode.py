@@ -27,9 +27,13 @@ batch is (single calls in turns with the peers run slower: each turn starts with
 in the CPU's caches). Twice: against single calls that drop each list as soon as it is made
 (its memory is reused at once), and against single calls that keep every list, as the batch
 must (`[encode(t) for t in texts]`, the same output as `encode_batch(texts)`: the lists' fresh
-memory and the garbage collector's passes over them cost both alike), and a third time with
+memory costs both alike; the cycle collector's walk of its youngest generation reads every id of
+the single calls' lists, while the batch's lists meet it still empty, see `Shells` in
+src/py/id_lists.rs), and a third time with
 single calls and batch paired in one process (`paired_scaling`: the first two divide medians
-from processes run minutes apart, which this host runs at different speeds). Then the cores each
+from processes run minutes apart, which this host runs at different speeds), with the speed of
+single calls pinned to each core (`pinned_mbps`: when one core runs slower than the other, no
+batch reaches twice the fast one). Then the cores each
 library's batch kept busy (CPU time of all its threads over the wall time), and tinyllm's CPU
 time per MB batched over that of single calls that keep their lists: above 1.0, the threads of a
 batch each do more work per MB than one thread alone (two cores busy at once slow each other on
@@ -241,7 +245,8 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
         return {"mbps": alone_mbps(libs["tinyllm"], warm, timed, mb, repeat), "errors": {},
                 "each": each_alone(libs, warm, timed, mb, repeat)}
     if mode == "paired":
-        return {"ratios": paired_scaling(libs["tinyllm"], warm, timed, mb, max(5, 2 * repeat))}
+        ratios = paired_scaling(libs["tinyllm"], warm, timed, mb, max(5, 2 * repeat))
+        return {"ratios": ratios, "cores": pinned_mbps(libs["tinyllm"], warm, timed, mb)}
     results: dict[str, list[float]] = {lib: [] for lib in libs}
     busy: dict[str, list[float]] = {lib: [] for lib in libs}
     errors: dict[str, str] = {}
@@ -307,6 +312,37 @@ def paired_scaling(factory, warm: list[str], timed: list[str], mb: float, pairs:
                 got[how] = mb / batch_seconds(batch, warm, timed)[0]
         ratios.append(got["batch"] / got["single"])
     return ratios
+
+
+def pinned_mbps(factory, warm: list[str], timed: list[str], mb: float) -> list[float]:
+    """tinyllm's single-call MB/s (lists kept) with this thread pinned to each core in turn, then
+    unpinned; empty where threads cannot be pinned.
+
+    The two cores of these hosts are not always alike: for minutes at a time one of them ran the
+    same single-thread loop 1.5x slower than the other (GPT-2 code: 7.3 ms against 11.3). A batch
+    then cannot reach 1.8x a single thread on the fast core, whatever its threads do; these
+    figures say which kind of phase a run's scaling figures come from. Measured after the pairs,
+    so that the batch's threads, which take their core mask from the thread that starts them,
+    were started unpinned."""
+    if not hasattr(os, "sched_getaffinity"):
+        return []
+    cores = sorted(os.sched_getaffinity(0))
+    speeds = []
+    try:
+        for core in cores:
+            os.sched_setaffinity(0, {core})
+            speeds.append(single_mbps(factory()[0], warm, timed, mb, keep=True))
+    finally:
+        os.sched_setaffinity(0, cores)
+    return speeds
+
+
+def pinned_note(speeds: list[float]) -> str:
+    """`pinned_mbps`'s figures in words ("" for fewer than two cores)."""
+    if len(speeds) < 2:
+        return ""
+    return (f"single thread pinned to each core {' | '.join(f'{v:.1f}' for v in speeds)} MB/s "
+            f"(slowest / fastest {min(speeds) / max(speeds):.2f})")
 
 
 def fresh(texts: list[str]) -> list[str]:
@@ -461,7 +497,8 @@ def report(name: str, repeat: int, stress: int) -> None:
         batched = run_child(name, corpus, repeat, "batch")
         alone_run = run_child(name, corpus, repeat, "alone")
         alone, each = alone_run["mbps"], alone_run.get("each", {})
-        paired = run_child(name, corpus, repeat, "paired")["ratios"]
+        paired_run = run_child(name, corpus, repeat, "paired")
+        paired, cores = paired_run["ratios"], paired_run.get("cores", [])
         exact = exactness(name, corpus, stress)
         ours_single = single["mbps"].get("tinyllm")
         ours_batch = batched["mbps"].get("tinyllm")
@@ -486,7 +523,8 @@ def report(name: str, repeat: int, stress: int) -> None:
             print(f"\ntinyllm alone, batched / single: {ours_batch / dropped:.2f}x ({dropped:.1f} MB/s single, "
                   f"lists dropped); {ours_batch / kept:.2f}x ({kept:.1f} MB/s single, lists kept)")
             print(f"tinyllm, batched / single in one process, {len(paired)} pairs back to back: "
-                  f"median {statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})")
+                  f"median {statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})"
+                  + (f"; {pinned_note(cores)}" if cores else ""))
             busy = batched.get("busy", {})
             if "tinyllm" in busy:
                 # CPU seconds per MB of the batch over those of single calls (one core, lists kept).
