@@ -108,7 +108,9 @@ def flat_batch(name: str):
     """tinyllm's `encode_batch_flat` on a fresh instance: one id buffer, no Python list."""
     from tinyllm.tok import load
 
-    return load(bench_encode.tokenizer_json(name)).encode_batch_flat
+    tok = load(bench_encode.tokenizer_json(name))
+    tok.warm_up()  # as bench_encode's tinyllm instances (see its `load_libraries`)
+    return tok.encode_batch_flat
 
 
 def split_flat(ids, offsets) -> list[list[int]]:
