@@ -504,7 +504,7 @@ def report(name: str, repeat: int, stress: int) -> None:
         alone_run = run_child(name, corpus, repeat, "alone")
         alone, each = alone_run["mbps"], alone_run.get("each", {})
         paired_run = run_child(name, corpus, repeat, "paired")
-        paired, cores = paired_run["ratios"], paired_run.get("cores", [])
+        paired, pinned = paired_run["ratios"], pinned_note(paired_run.get("cores", []))
         exact = exactness(name, corpus, stress)
         ours_single = single["mbps"].get("tinyllm")
         ours_batch = batched["mbps"].get("tinyllm")
@@ -530,7 +530,7 @@ def report(name: str, repeat: int, stress: int) -> None:
                   f"lists dropped); {ours_batch / kept:.2f}x ({kept:.1f} MB/s single, lists kept)")
             print(f"tinyllm, batched / single in one process, {len(paired)} pairs back to back: "
                   f"median {statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})"
-                  + (f"; {pinned_note(cores)}" if cores else ""))
+                  + (f"; {pinned}" if pinned else ""))
             busy = batched.get("busy", {})
             if "tinyllm" in busy:
                 # CPU seconds per MB of the batch over those of single calls (one core, lists kept).
