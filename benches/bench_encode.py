@@ -31,9 +31,11 @@ memory costs both alike; the cycle collector's walk of its youngest generation r
 the single calls' lists, while the batch's lists meet it still empty, see `Shells` in
 src/py/id_lists.rs), and a third time with
 single calls and batch paired in one process (`paired_scaling`: the first two divide medians
-from processes run minutes apart, which this host runs at different speeds), with the speed of
-single calls pinned to each core (`pinned_mbps`: when one core runs slower than the other, no
-batch reaches twice the fast one). Then the cores each
+from processes run minutes apart, which this host runs at different speeds), in three groups
+spread over the corpus's other runs, each with its CPU time per MB batched over single and the
+speed of single calls pinned to each core (`paired_note`, `pinned_mbps`: this host has
+stretches in which two busy cores each run slower than one, or one core slower than the other,
+and then no batch reaches twice one thread). Then the cores each
 library's batch kept busy (CPU time of all its threads over the wall time), and tinyllm's CPU
 time per MB batched over that of single calls that keep their lists: above 1.0, the threads of a
 batch each do more work per MB than one thread alone (two cores busy at once slow each other on
@@ -251,8 +253,8 @@ def measure(name: str, corpus: str, repeat: int, mode: str) -> dict:
         return {"mbps": alone_mbps(libs["tinyllm"], warm, timed, mb, repeat), "errors": {},
                 "each": each_alone(libs, warm, timed, mb, repeat)}
     if mode == "paired":
-        ratios = paired_scaling(libs["tinyllm"], warm, timed, mb, max(5, 2 * repeat))
-        return {"ratios": ratios, "cores": pinned_mbps(libs["tinyllm"], warm, timed, mb)}
+        ratios, busy = paired_scaling(libs["tinyllm"], warm, timed, mb, max(2, repeat))
+        return {"ratios": ratios, "busy": busy, "cores": pinned_mbps(libs["tinyllm"], warm, timed, mb)}
     results: dict[str, list[float]] = {lib: [] for lib in libs}
     busy: dict[str, list[float]] = {lib: [] for lib in libs}
     errors: dict[str, str] = {}
@@ -299,15 +301,17 @@ def batch_seconds(batch, warm: list[str], timed: list[str]) -> tuple[float, floa
     return seconds, cpu
 
 
-def paired_scaling(factory, warm: list[str], timed: list[str], mb: float, pairs: int) -> list[float]:
+def paired_scaling(factory, warm: list[str], timed: list[str], mb: float,
+                   pairs: int) -> tuple[list[float], list[float]]:
     """tinyllm's batched MB/s over its single-call MB/s (lists kept), each pair measured back to
-    back in this one process on fresh instances, which of the two goes first alternating.
+    back in this one process on fresh instances, which of the two goes first alternating; and
+    each pair's batch's cores busy (CPU time of every thread over the wall time).
 
     The other scaling figures divide medians from two processes run minutes apart, and on these
     hosts one process runs the same single-thread work 20-30% faster or slower than the next
     (GPT-2 English, six processes in a row: medians of 124 to 165 MB/s); a pair shares the
     phase of the machine."""
-    ratios = []
+    ratios, busy = [], []
     for k in range(pairs):
         got = {}
         for how in rotated(["single", "batch"], k):
@@ -315,9 +319,11 @@ def paired_scaling(factory, warm: list[str], timed: list[str], mb: float, pairs:
             if how == "single":
                 got[how] = single_mbps(encode, warm, timed, mb, keep=True)
             else:
-                got[how] = mb / batch_seconds(batch, warm, timed)[0]
+                seconds, cpu = batch_seconds(batch, warm, timed)
+                got[how] = mb / seconds
+                busy.append(cpu / seconds)
         ratios.append(got["batch"] / got["single"])
-    return ratios
+    return ratios, busy
 
 
 def pinned_mbps(factory, warm: list[str], timed: list[str], mb: float) -> list[float]:
@@ -341,6 +347,34 @@ def pinned_mbps(factory, warm: list[str], timed: list[str], mb: float) -> list[f
     finally:
         os.sched_setaffinity(0, cores)
     return speeds
+
+
+def paired_note(groups: list[dict]) -> str:
+    """The paired children's figures in words: the median ratio over every pair, each group's
+    median with its CPU time per MB batched over single, and each group's pinned cores.
+
+    The groups are spread over a corpus's other measurements (a minute or so) because this
+    host has stretches of seconds to a minute in which two busy threads each run slower than
+    one alone: in them, pairs back to back all fell to 1.4-1.7x while single calls pinned to
+    either core kept their speed and both of the batch's threads stayed busy (o200k English,
+    400 pairs: median 2.03x, the pairs under 1.8x in clusters). A group's CPU time per MB,
+    batched over single (cores busy / ratio), says whether its threads did more work per MB
+    than one thread does (above 1.0) or had the same work take longer."""
+    ratios = [r for g in groups for r in g["ratios"]]
+    parts = []
+    for g in groups:
+        cost = statistics.median(b / r for b, r in zip(g["busy"], g["ratios"]))
+        parts.append(f"{statistics.median(g['ratios']):.2f}x at {cost:.2f} CPU per MB")
+    under = sum(r < 1.8 for r in ratios)
+    text = (f"tinyllm, batched / single in one process, {len(ratios)} pairs in {len(groups)} groups "
+            f"spread over this corpus's runs: median {statistics.median(ratios):.2f}x "
+            f"({min(ratios):.2f}-{max(ratios):.2f}, {under} under 1.8x); by group "
+            + " | ".join(parts) + " (batched / single)")
+    cores = [g.get("cores", []) for g in groups]
+    if all(len(c) > 1 for c in cores):
+        text += ("; single thread pinned to each core, slowest / fastest by group "
+                 + " | ".join(f"{min(c) / max(c):.2f}" for c in cores))
+    return text
 
 
 def pinned_note(speeds: list[float]) -> str:
@@ -499,12 +533,15 @@ def run_child(name: str, corpus: str, repeat: int, mode: str) -> dict:
 def report(name: str, repeat: int, stress: int) -> None:
     print(f"\n### {name}\n")
     for corpus in CORPORA:
+        # The pairs in three children, one after each of the other measurements (`paired_note`).
+        groups = []
         single = run_child(name, corpus, repeat, "single")
+        groups.append(run_child(name, corpus, repeat, "paired"))
         batched = run_child(name, corpus, repeat, "batch")
+        groups.append(run_child(name, corpus, repeat, "paired"))
         alone_run = run_child(name, corpus, repeat, "alone")
         alone, each = alone_run["mbps"], alone_run.get("each", {})
-        paired_run = run_child(name, corpus, repeat, "paired")
-        paired, pinned = paired_run["ratios"], pinned_note(paired_run.get("cores", []))
+        groups.append(run_child(name, corpus, repeat, "paired"))
         exact = exactness(name, corpus, stress)
         ours_single = single["mbps"].get("tinyllm")
         ours_batch = batched["mbps"].get("tinyllm")
@@ -528,9 +565,7 @@ def report(name: str, repeat: int, stress: int) -> None:
             dropped, kept = alone["dropped"], alone["kept"]
             print(f"\ntinyllm alone, batched / single: {ours_batch / dropped:.2f}x ({dropped:.1f} MB/s single, "
                   f"lists dropped); {ours_batch / kept:.2f}x ({kept:.1f} MB/s single, lists kept)")
-            print(f"tinyllm, batched / single in one process, {len(paired)} pairs back to back: "
-                  f"median {statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})"
-                  + (f"; {pinned}" if pinned else ""))
+            print(paired_note(groups))
             busy = batched.get("busy", {})
             if "tinyllm" in busy:
                 # CPU seconds per MB of the batch over those of single calls (one core, lists kept).
